@@ -1,0 +1,160 @@
+"""Calibration: baseline error and time per (case, library, machine), and thresholds.
+
+    tau_acc  = max(alpha_acc * e_base, tau_min)
+    tau_time = alpha_time * t_base                        (paper, Eq. 2)
+
+Runtime baselines only mean something on the machine that measured them, so every
+calibration is a file ``calibrations/<library>/<machine>.json`` written by running the
+oracle through the plugin (``pytest --pde-calibrate`` / ``pdebench calibrate``). At
+run time thresholds come from, in order: the file for this machine, else the
+thresholds materialized in the case record (measured elsewhere: a warning says so).
+Each calibration entry carries a fingerprint of the case, so an edited case never
+silently keeps an old baseline.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .cases import CaseRecord, Thresholds
+
+DEFAULT_ALPHA_ACC = 10.0
+DEFAULT_ALPHA_TIME = 3.0
+DEFAULT_TAU_MIN = 1e-6
+
+
+def machine_key() -> str:
+    """A stable name for this kind of machine: CPU model, cores, memory."""
+    if os.environ.get("PDEBENCH_MACHINE"):
+        return os.environ["PDEBENCH_MACHINE"]
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1]
+                break
+    except OSError:
+        pass
+    try:
+        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    except (ValueError, OSError):
+        memory_gb = 0
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown-cpu"
+    return f"{slug}-{os.cpu_count()}cpu-{memory_gb}gb"
+
+
+def case_fingerprint(record: CaseRecord) -> str:
+    """Hash of everything that changes what a solver computes or is compared with."""
+    meta = record.evaluation_metadata
+    payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
+               "reference_path": meta.reference_path}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Alphas:
+    alpha_acc: float | None = None  # None: the case's evaluation_config value
+    alpha_time: float | None = None
+    tau_min: float | None = None
+
+    def resolve(self, record: CaseRecord) -> tuple[float, float, float]:
+        config = record.evaluation_config
+        return (self.alpha_acc if self.alpha_acc is not None else config.alpha_acc,
+                self.alpha_time if self.alpha_time is not None else config.alpha_time,
+                self.tau_min if self.tau_min is not None else config.tau_min)
+
+
+@dataclass(frozen=True)
+class ResolvedThresholds:
+    e_base: float
+    t_base: float
+    tau_acc: float
+    tau_time: float
+    source: str  # which calibration these came from
+
+    @classmethod
+    def from_baseline(cls, e_base: float, t_base: float, alpha_acc: float, alpha_time: float, tau_min: float,
+                      source: str) -> "ResolvedThresholds":
+        return cls(e_base, t_base, max(alpha_acc * e_base, tau_min), alpha_time * t_base, source)
+
+
+class CalibrationStore:
+    """The calibration files under one directory, for this machine."""
+
+    def __init__(self, directory: Path, machine: str | None = None):
+        self.directory = Path(directory)
+        self.machine = machine or machine_key()
+        self._loaded: dict[str, dict] = {}
+
+    def path(self, library: str) -> Path:
+        return self.directory / library / f"{self.machine}.json"
+
+    def entries(self, library: str) -> dict:
+        if library not in self._loaded:
+            path = self.path(library)
+            self._loaded[library] = json.loads(path.read_text())["cases"] if path.is_file() else {}
+        return self._loaded[library]
+
+    def thresholds(self, record: CaseRecord, library: str, alphas: Alphas) -> ResolvedThresholds | None:
+        """Thresholds for one item, or None if no calibration covers it."""
+        alpha_acc, alpha_time, tau_min = alphas.resolve(record)
+        entry = self.entries(library).get(record.id)
+        if entry and entry.get("fingerprint") == case_fingerprint(record):
+            return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], alpha_acc, alpha_time, tau_min,
+                                                    str(self.path(library)))
+        stored = record.evaluation_metadata.thresholds.get(library)
+        if stored:
+            return ResolvedThresholds.from_baseline(stored.e_base, stored.t_base, alpha_acc, alpha_time, tau_min,
+                                                    f"case record (calibrated on {stored.machine})")
+        return None
+
+    def write(self, library: str, new_entries: dict[str, dict]) -> Path:
+        """Merge entries into this machine's file for the library (atomic replace)."""
+        path = self.path(library)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
+        current["cases"].update(new_entries)
+        current.update(library=library, machine=self.machine, updated=now_iso())
+        current["cases"] = dict(sorted(current["cases"].items()))
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(current, indent=1, sort_keys=False) + "\n")
+        tmp.replace(path)
+        self._loaded.pop(library, None)
+        return path
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info: dict, reference_norm: float,
+                   alphas: Alphas) -> str | None:
+    """Why a baseline cannot be used (pitfalls seen in the public harness), or None."""
+    alpha_acc, alpha_time, tau_min = alphas.resolve(record)
+    if not math.isfinite(e_base):
+        return f"baseline error is not finite ({e_base})"
+    if reference_norm < 1e-8:
+        return f"reference field is ~0 (norm {reference_norm:.2e}): a relative error would be noise"
+    if solver_info.get("converged") is False:
+        return f"the baseline's solver did not converge ({solver_info.get('converged_reason', 'no reason given')})"
+    tau_acc = max(alpha_acc * e_base, tau_min)
+    if tau_acc >= 1.0:
+        return f"tau_acc {tau_acc:.3g} >= 1: an all-zero field would pass (e_base {e_base:.3g} too large)"
+    timeout = record.evaluation_config.timeout_sec
+    if alpha_time * t_base > timeout:
+        return f"tau_time {alpha_time * t_base:.1f} s exceeds the case timeout {timeout:.0f} s"
+    return None
+
+
+def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alphas: Alphas) -> Thresholds:
+    resolved = ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *alphas.resolve(record), source="")
+    data = {k: v for k, v in asdict(resolved).items() if k != "source"}
+    return Thresholds(**data, machine=machine, calibrated_at=entry.get("calibrated_at"))

@@ -1,0 +1,349 @@
+"""Case records (the paper's Appendix J layout) as pydantic models, JSONL loading
+with file:line errors, the JSON Schema export and the agent view.
+
+Only ``agent_view(record, library)`` may cross into a prompt or a sandbox: it holds
+``case_spec`` and ``target_library`` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import expressions
+from .domains import DOMAIN_TYPES, DomainError, resolve_geometry
+
+FAMILIES = (
+    "poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",
+    "reaction_diffusion", "stokes", "navier_stokes", "burgers", "wave",
+)
+MATH_TYPES = ("elliptic", "parabolic", "hyperbolic", "mixed_type", "incompressible_flow", "reaction_diffusion")
+LIBRARIES = ("dolfinx", "firedrake", "dealii")
+TIME_DEPENDENT_FAMILIES = ("heat", "convection_diffusion", "reaction_diffusion", "navier_stokes", "burgers", "wave")
+OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
+
+Family = Literal[FAMILIES]  # type: ignore[valid-type]
+MathType = Literal[MATH_TYPES]  # type: ignore[valid-type]
+Library = Literal[LIBRARIES]  # type: ignore[valid-type]
+DomainType = Literal[DOMAIN_TYPES]  # type: ignore[valid-type]
+
+Expression = Union[str, float, int]
+ExpressionOrVector = Union[Expression, list[Expression]]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Classification(Strict):
+    equation_family: Family
+    math_type: list[MathType] = Field(min_length=1)
+
+
+class Forcing(Strict):
+    type: Literal["expression"] = "expression"
+    value: ExpressionOrVector
+
+
+class TimeSpec(Strict):
+    t0: float = 0.0
+    t_end: float
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if not self.t_end > self.t0:
+            raise ValueError(f"time.t_end ({self.t_end}) must be greater than time.t0 ({self.t0})")
+        return self
+
+
+class PDE(Strict):
+    type: Family
+    params: dict[str, ExpressionOrVector] = Field(default_factory=dict)
+    forcing: Optional[Forcing] = None
+    time: Optional[TimeSpec] = None
+
+
+class Domain(Strict):
+    type: DomainType
+    bounds: Optional[list[list[float]]] = None
+    geometry_params: Optional[dict[str, Any]] = None
+
+
+class BoundaryCondition(Strict):
+    """One condition on a list of boundary tags (or ``"boundary"``: all of it)."""
+
+    on: Union[str, list[str]]
+    value: ExpressionOrVector = 0.0
+    alpha: Optional[Expression] = None  # Robin: kappa du/dn + alpha u = value
+
+    @property
+    def tags(self) -> list[str]:
+        return [self.on] if isinstance(self.on, str) else list(self.on)
+
+
+class Periodic(Strict):
+    directions: list[Literal["x", "y", "z"]] = Field(min_length=1)
+
+
+class BoundaryConditions(Strict):
+    dirichlet: Optional[BoundaryCondition] = None
+    neumann: Optional[BoundaryCondition] = None
+    robin: Optional[BoundaryCondition] = None
+    periodic: Optional[Periodic] = None
+
+
+class InitialCondition(Strict):
+    value: ExpressionOrVector
+    velocity: Optional[ExpressionOrVector] = None  # second-order-in-time families (wave)
+
+
+class EvalGridSpec(Strict):
+    type: Literal["cartesian"] = "cartesian"
+    nx: int = Field(ge=2, le=2000)
+    ny: int = Field(ge=2, le=2000)
+    nz: Optional[int] = Field(default=None, ge=2, le=500)
+    bbox: list[float]
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if len(self.bbox) not in (4, 6):
+            raise ValueError("eval_grid.bbox is [x0,x1,y0,y1] or [x0,x1,y0,y1,z0,z1]")
+        if (len(self.bbox) == 6) != (self.nz is not None):
+            raise ValueError("a 3-D eval_grid needs nz and a 6-entry bbox; a 2-D one neither")
+        if any(self.bbox[2 * i] >= self.bbox[2 * i + 1] for i in range(len(self.bbox) // 2)):
+            raise ValueError(f"eval_grid.bbox {self.bbox} has an empty interval")
+        return self
+
+
+class Output(Strict):
+    format: Literal["npz"] = "npz"
+    field: str = "scalar"
+    components: Optional[list[str]] = None
+
+    @property
+    def arrays(self) -> list[str]:
+        """Names of the solution arrays the solver must write."""
+        return list(self.components) if self.components else ["u"]
+
+
+class CaseSpec(Strict):
+    pde: PDE
+    domain: Domain
+    bc: BoundaryConditions = Field(default_factory=BoundaryConditions)
+    ic: Optional[InitialCondition] = None
+    eval_grid: EvalGridSpec
+    output: Output = Field(default_factory=Output)
+
+
+class EvaluationConfig(Strict):
+    target_metric: Literal["rel_L2_grid"] = "rel_L2_grid"
+    timeout_sec: float = Field(default=300.0, gt=0)
+    alpha_acc: float = Field(default=10.0, gt=0)
+    alpha_time: float = Field(default=3.0, gt=0)
+    tau_min: float = Field(default=1e-6, ge=0)
+
+
+class Thresholds(Strict):
+    """A library's calibration, materialized: baseline error/time and the taus."""
+
+    e_base: float = Field(ge=0)
+    t_base: float = Field(gt=0)
+    tau_acc: float = Field(gt=0)
+    tau_time: float = Field(gt=0)
+    machine: str
+    calibrated_at: Optional[str] = None
+
+
+class EvaluationMetadata(Strict):
+    construction_method: Literal["manufactured_solution", "reference_numerical"]
+    manufactured_solution: Optional[dict[str, ExpressionOrVector]] = None
+    reference_config: Optional[dict[str, Any]] = None
+    calibration_config: Optional[dict[str, Any]] = None
+    reference_path: Optional[str] = None
+    calibration_path: Optional[str] = None
+    thresholds: dict[Library, Thresholds] = Field(default_factory=dict)
+
+
+class Tags(Strict):
+    structure: list[str] = Field(default_factory=list)
+    difficulty: list[str] = Field(default_factory=list)
+
+
+class CaseRecord(Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$", max_length=120)
+    pde_classification: Classification
+    case_spec: CaseSpec
+    evaluation_config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    evaluation_metadata: EvaluationMetadata
+    tags: Tags = Field(default_factory=Tags)
+    supported_libraries: list[Library] = Field(min_length=1)
+
+    @field_validator("supported_libraries")
+    @classmethod
+    def _unique_libraries(cls, value):
+        if len(set(value)) != len(value):
+            raise ValueError("supported_libraries lists a library twice")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field_checks(self):
+        spec = self.case_spec
+        family = self.pde_classification.equation_family
+        if spec.pde.type != family:
+            raise ValueError(f"case_spec.pde.type {spec.pde.type!r} differs from equation_family {family!r}")
+        if family in TIME_DEPENDENT_FAMILIES and family != "convection_diffusion" and spec.pde.time is None:
+            raise ValueError(f"a {family} case needs case_spec.pde.time")
+        if spec.pde.time is not None and spec.ic is None:
+            raise ValueError("a time-dependent case needs case_spec.ic")
+        try:
+            geometry = resolve_geometry(spec.domain.model_dump(exclude_none=True))
+        except DomainError as exc:
+            raise ValueError(str(exc)) from None
+        grid_dim = 3 if spec.eval_grid.nz is not None else 2
+        if grid_dim != geometry.dim:
+            raise ValueError(f"a {geometry.dim}-D domain needs a {geometry.dim}-D eval_grid")
+        for kind in ("dirichlet", "neumann", "robin"):
+            condition = getattr(spec.bc, kind)
+            unknown = [tag for tag in (condition.tags if condition else []) if tag not in geometry.tags]
+            if unknown:
+                raise ValueError(f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}")
+        if spec.bc.periodic is not None and spec.domain.type != "periodic_square":
+            raise ValueError("bc.periodic is only defined on the periodic_square domain")
+        method = self.evaluation_metadata.construction_method
+        if method == "manufactured_solution" and not self.evaluation_metadata.manufactured_solution:
+            raise ValueError("construction_method manufactured_solution needs evaluation_metadata.manufactured_solution")
+        if method == "reference_numerical" and not self.evaluation_metadata.reference_config:
+            raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
+        for where, value in self.expressions():
+            try:
+                expressions.parse_expression(value)
+            except expressions.ExpressionError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        return self
+
+    # -- helpers --
+
+    def expressions(self) -> Iterator[tuple[str, Expression]]:
+        """Every expression field of the record, with its dotted location."""
+        spec = self.case_spec
+
+        def walk(where: str, value):
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    yield from walk(f"{where}[{i}]", item)
+            elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                yield where, value
+
+        for name, value in spec.pde.params.items():
+            yield from walk(f"case_spec.pde.params.{name}", value)
+        if spec.pde.forcing:
+            yield from walk("case_spec.pde.forcing.value", spec.pde.forcing.value)
+        for kind in ("dirichlet", "neumann", "robin"):
+            condition = getattr(spec.bc, kind)
+            if condition:
+                yield from walk(f"case_spec.bc.{kind}.value", condition.value)
+                if condition.alpha is not None:
+                    yield from walk(f"case_spec.bc.{kind}.alpha", condition.alpha)
+        if spec.ic:
+            yield from walk("case_spec.ic.value", spec.ic.value)
+            if spec.ic.velocity is not None:
+                yield from walk("case_spec.ic.velocity", spec.ic.velocity)
+        for name, value in (self.evaluation_metadata.manufactured_solution or {}).items():
+            yield from walk(f"evaluation_metadata.manufactured_solution.{name}", value)
+
+    @property
+    def family(self) -> str:
+        return self.pde_classification.equation_family
+
+    @property
+    def domain_type(self) -> str:
+        return self.case_spec.domain.type
+
+    def case_spec_dict(self) -> dict:
+        return self.case_spec.model_dump(mode="json", exclude_none=True)
+
+
+def agent_view(record: CaseRecord, library: str) -> dict:
+    """The only part of a record a solver or a prompt may see."""
+    return {"case_spec": record.case_spec_dict(), "target_library": library}
+
+
+# ---- loading ----
+
+class CaseFileError(Exception):
+    """A JSONL case file that cannot be used; the message names file and line."""
+
+    def __init__(self, path: Path, line: int, message: str):
+        self.path, self.line = Path(path), line
+        super().__init__(f"{path}:{line}: {message}")
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        location = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{location}: {message}" if location else message)
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def parse_record(data: Any, path: Path, line: int) -> CaseRecord:
+    from .schema import schema_errors  # jsonschema first: its messages name the field path
+
+    problems = schema_errors(data)
+    if problems:
+        raise CaseFileError(path, line, f"record {_record_id(data)} does not match cases/schema.json: {problems[0]}")
+    try:
+        return CaseRecord.model_validate(data)
+    except ValidationError as exc:
+        raise CaseFileError(path, line, f"record {_record_id(data)} is invalid: {_format_validation_error(exc)}") from None
+
+
+def _record_id(data: Any) -> str:
+    return repr(data.get("id")) if isinstance(data, dict) and "id" in data else "(no id)"
+
+
+def iter_case_file(path: Path) -> Iterator[tuple[int, CaseRecord]]:
+    """Yield (line number, record) for each non-blank line of a JSONL file."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        for line_no, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise CaseFileError(path, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+            yield line_no, parse_record(data, path, line_no)
+
+
+def case_files(path: Path) -> list[Path]:
+    path = Path(path)
+    if path.is_dir():
+        return sorted(path.rglob("*.jsonl"))
+    if path.is_file():
+        return [path]
+    raise FileNotFoundError(f"no case file or directory at {path}")
+
+
+def load_cases(path: Path) -> list[tuple[Path, int, CaseRecord]]:
+    """All records under a file or directory, rejecting duplicate ids."""
+    seen: dict[str, tuple[Path, int]] = {}
+    records = []
+    for file in case_files(path):
+        for line, record in iter_case_file(file):
+            if record.id in seen:
+                first = seen[record.id]
+                raise CaseFileError(file, line, f"duplicate case id {record.id!r} (first at {first[0]}:{first[1]})")
+            seen[record.id] = (file, line)
+            records.append((file, line, record))
+    return records
+
+
+def write_case_file(path: Path, records: list[CaseRecord]) -> None:
+    lines = [json.dumps(r.model_dump(mode="json", exclude_none=True), separators=(",", ":")) for r in records]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,133 @@
+"""The ``pdebench`` command: build cases, write the schema, calibrate, show tables.
+
+    pdebench schema [--check]               write (or check) cases/schema.json
+    pdebench build-starter                  write cases/starter.jsonl from the starter design
+    pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
+                                            (with --update-cases) the records' thresholds
+    pdebench table REPORT.json              outcome table of a pytest JSON report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path.cwd()
+
+
+def _schema(args) -> int:
+    from .schema import schema_text
+
+    path = Path(args.path)
+    if args.check:
+        if not path.is_file() or path.read_text() != schema_text():
+            print(f"{path} is out of date: run `pdebench schema`", file=sys.stderr)
+            return 1
+        print(f"{path} matches the models")
+        return 0
+    path.write_text(schema_text())
+    print(f"wrote {path}")
+    return 0
+
+
+def _build_starter(args) -> int:
+    from .build.starter import starter_records
+    from .cases import load_cases, write_case_file
+
+    path = Path(args.output)
+    records = starter_records()
+    if path.is_file():  # keep calibrations already materialized for unchanged cases
+        from .calibration import case_fingerprint
+
+        old = {r.id: r for _, _, r in load_cases(path)}
+        for record in records:
+            previous = old.get(record.id)
+            if previous and case_fingerprint(previous) == case_fingerprint(record):
+                record.evaluation_metadata.thresholds = previous.evaluation_metadata.thresholds
+    write_case_file(path, records)
+    print(f"wrote {len(records)} cases to {path}")
+    return 0
+
+
+def _calibrate(args) -> int:
+    import pytest
+
+    command = ["-p", "no:cacheprovider", "--pde-calibrate", f"--pde-library={args.library}",
+               f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", f"--pde-runs={args.runs}",
+               f"--pde-calibrations={args.calibrations}", "-q", "-rfE"] + args.pytest_args
+    code = pytest.main(command)
+    if args.update_cases:
+        _materialize(Path(args.cases), args.library, Path(args.calibrations))
+    return int(code)
+
+
+def _materialize(cases_path: Path, library: str, calibrations: Path) -> None:
+    """Write this machine's calibration into the records' evaluation_metadata.thresholds."""
+    from .calibration import Alphas, CalibrationStore, case_fingerprint, materialize
+    from .cases import case_files, iter_case_file, write_case_file
+
+    store = CalibrationStore(calibrations)
+    entries = store.entries(library)
+    for file in case_files(cases_path):
+        records = [record for _, record in iter_case_file(file)]
+        changed = 0
+        for record in records:
+            entry = entries.get(record.id)
+            if entry and entry["fingerprint"] == case_fingerprint(record):
+                record.evaluation_metadata.thresholds[library] = materialize(record, library, entry, store.machine,
+                                                                             Alphas())
+                changed += 1
+        write_case_file(file, records)
+        print(f"{file}: thresholds for {library} updated on {changed} of {len(records)} records")
+
+
+def _table(args) -> int:
+    from .report import stage_rates, tables_by_library
+
+    report = json.loads(Path(args.report).read_text())
+    verdicts = [t["metadata"]["pde"] for t in report.get("tests", []) if "pde" in t.get("metadata", {})]
+    if not verdicts:
+        print("no PDEAgent-Bench verdicts in that report (was it written with --json-report?)", file=sys.stderr)
+        return 1
+    for library, table in tables_by_library(verdicts, args.format):
+        print(f"{library}:\n{table}\n")
+    print(json.dumps(stage_rates(verdicts), indent=1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    schema = commands.add_parser("schema", help="write or check cases/schema.json")
+    schema.add_argument("--path", default="cases/schema.json")
+    schema.add_argument("--check", action="store_true")
+    schema.set_defaults(func=_schema)
+
+    starter = commands.add_parser("build-starter", help="derive the starter cases with sympy")
+    starter.add_argument("--output", default="cases/starter.jsonl")
+    starter.set_defaults(func=_build_starter)
+
+    calibrate = commands.add_parser("calibrate", help="measure e_base and t_base with the oracle on this machine")
+    calibrate.add_argument("--library", default="dolfinx")
+    calibrate.add_argument("--cases", default="cases")
+    calibrate.add_argument("--oracle", default="submissions/oracle")
+    calibrate.add_argument("--calibrations", default="calibrations")
+    calibrate.add_argument("--runs", type=int, default=3, help="timed runs averaged into t_base (default 3)")
+    calibrate.add_argument("--update-cases", action="store_true", help="also materialize thresholds in the records")
+    calibrate.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    calibrate.set_defaults(func=_calibrate)
+
+    table = commands.add_parser("table", help="outcome table from a pytest JSON report")
+    table.add_argument("report")
+    table.add_argument("--format", default="github", help="tabulate format (github, latex, simple, ...)")
+    table.set_defaults(func=_table)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""Evaluating one item (case x library x submission): runs, gates, verdict.
+
+What is timed (the same for submissions and for the calibration baseline):
+
+* Every run is a fresh process in a fresh working directory holding only
+  ``case_spec.json`` and the solver files.
+* The track's libraries are imported before the clock starts; the clock runs from
+  the runner's start marker (just before the submission module is imported) to the
+  exit of the process. Import-time work of the submission is therefore timed.
+* The first run warms the form-compiler cache (kept per item, between its runs only)
+  and its output is what the gates judge. Then ``--pde-runs N`` timed runs follow;
+  ``t_agent`` is their mean. The first run's time is reported as ``t_first_run``.
+* Timed runs happen only for submissions that passed the accuracy gate.
+
+Each item leaves an audit directory: case_spec.json, the solver files, stdout.txt,
+stderr.txt, solution.npz, meta.json and verdict.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import gates, metrics
+from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_baseline
+from .cases import CaseRecord, agent_view
+from .grid import EvalGrid, valid_mask
+from .libraries import detect_runtime, get_track
+from .reference import reference_fields
+from .sandbox import Limits, get_backend
+from .submissions import Submission
+
+VERDICT_FILE = "verdict.json"
+
+
+@dataclass(frozen=True)
+class Settings:
+    output_dir: Path
+    runs: int = 1
+    timeout_sec: float | None = None  # overrides the case's timeout_sec
+    memory_mb: int = 8192
+    sandbox: str = "bubblewrap"
+    calibrate: bool = False
+    resume: bool = False
+    alphas: Alphas = field(default_factory=Alphas)
+
+
+@dataclass
+class Verdict:
+    case_id: str
+    library: str
+    family: str
+    math_type: list[str]
+    domain: str
+    source: str
+    outcome: str = "F-Exec"
+    reason: str = ""
+    error: float | None = None
+    tau_acc: float | None = None
+    e_base: float | None = None
+    t_agent: float | None = None
+    t_base: float | None = None
+    tau_time: float | None = None
+    t_first_run: float | None = None
+    timed_runs: list[float] = field(default_factory=list)
+    rmse: float | None = None
+    mae: float | None = None
+    r2: float | None = None
+    frmse: float | None = None
+    total_variation: float | None = None
+    solver_info: dict[str, Any] = field(default_factory=dict)
+    calibration: str | None = None
+    calibration_problem: str | None = None
+    reference_norm: float | None = None
+    submission: str = ""
+    runtime_version: str = ""
+    sandbox: str = ""
+    artifacts: str = ""
+    fingerprint: str = ""
+    case_fingerprint: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "PASS"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Verdict":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def item_directory(settings: Settings, library: str, case_id: str) -> Path:
+    return settings.output_dir / library / case_id
+
+
+def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:
+    payload = json.dumps([case_fingerprint(record), library, submission.fingerprint,
+                          asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec,
+                          settings.calibrate, settings.sandbox], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def load_verdict(item_dir: Path) -> Verdict | None:
+    path = item_dir / VERDICT_FILE
+    try:
+        return Verdict.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+class ItemRun:
+    """The runs of one submission on one case, sharing a compile cache."""
+
+    def __init__(self, record: CaseRecord, library: str, submission: Submission, item_dir: Path, settings: Settings):
+        self.record, self.library, self.submission, self.item_dir = record, library, submission, item_dir
+        self.track = get_track(library)
+        self.runtime = detect_runtime(library)
+        self.backend = get_backend(settings.sandbox)
+        timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
+        self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)
+        self.cache_dir = item_dir / ".cache"
+        self.count = 0
+
+    def prepare_item_dir(self) -> None:
+        if self.item_dir.exists():
+            shutil.rmtree(self.item_dir)
+        self.cache_dir.mkdir(parents=True)
+        self._write_inputs(self.item_dir)
+
+    def _write_inputs(self, directory: Path) -> None:
+        (directory / "case_spec.json").write_text(json.dumps(agent_view(self.record, self.library), indent=1))
+        for name, content in self.submission.files.items():
+            (directory / name).write_bytes(content)
+
+    def run(self):
+        """One fresh run; returns (RunResult, its working directory)."""
+        self.count += 1
+        workdir = self.item_dir / ".work" / str(self.count)
+        workdir.mkdir(parents=True)
+        self._write_inputs(workdir)
+        request = self.track.run_request(self.runtime, self.submission.solver_name, workdir, self.cache_dir, self.limits)
+        return self.backend.run(request), workdir
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.item_dir / ".work", ignore_errors=True)
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
+def evaluate(record: CaseRecord, library: str, submission: Submission, source_label: str,
+             thresholds: ResolvedThresholds | None, settings: Settings, case_dir: Path | None) -> Verdict:
+    """Run the gates for one item and write its verdict.json. Raises RuntimeMissing."""
+    item_dir = item_directory(settings, library, record.id)
+    fingerprint = _fingerprint(record, library, submission, thresholds, settings)
+    if settings.resume:
+        previous = load_verdict(item_dir)
+        if previous and previous.fingerprint == fingerprint:
+            return previous
+    runs = ItemRun(record, library, submission, item_dir, settings)
+    verdict = Verdict(
+        case_id=record.id, library=library, family=record.family,
+        math_type=list(record.pde_classification.math_type), domain=record.domain_type, source=source_label,
+        submission=submission.origin, runtime_version=runs.runtime.version, sandbox=runs.backend.name,
+        artifacts=str(item_dir), fingerprint=fingerprint, case_fingerprint=case_fingerprint(record),
+    )
+    if thresholds is not None:
+        verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base
+        verdict.tau_acc, verdict.tau_time, verdict.calibration = thresholds.tau_acc, thresholds.tau_time, thresholds.source
+    runs.prepare_item_dir()
+    try:
+        _run_gates(record, runs, verdict, thresholds, settings, case_dir)
+        verdict.outcome, verdict.reason = "PASS", ""
+    except gates.GateFailure as failure:
+        verdict.outcome, verdict.reason = failure.outcome, failure.reason
+    finally:
+        runs.cleanup()
+    (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+    return verdict
+
+
+def _keep_logs(result, item_dir: Path) -> None:
+    (item_dir / "stdout.txt").write_text(result.stdout)
+    (item_dir / "stderr.txt").write_text(result.stderr)
+
+
+def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Settings, case_dir) -> None:
+    spec = record.case_spec_dict()
+    grid = EvalGrid.from_spec(spec["eval_grid"])
+    valid = valid_mask(spec, grid)
+
+    # gate 1: execution and output format
+    result, workdir = runs.run()
+    _keep_logs(result, runs.item_dir)
+    verdict.t_first_run = result.solve_sec
+    failure = result.failure_reason()
+    if failure:
+        raise gates.exec_failure(failure)
+    meta = gates.read_meta(workdir)
+    verdict.solver_info = meta.get("solver_info") or {}
+    solution = gates.read_solution(workdir, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
+    for name in ("solution.npz", "meta.json"):
+        shutil.copy2(workdir / name, runs.item_dir / name)
+
+    # gate 2: accuracy against the reference
+    reference = reference_fields(record, grid, case_dir)
+    verdict.reference_norm = float(np.linalg.norm(reference[valid]))
+    verdict.error = metrics.relative_l2_error(solution, reference, valid)
+    for key, value in metrics.diagnostics(solution, reference, valid).items():
+        setattr(verdict, key, value)
+    if not settings.calibrate:
+        gates.accuracy_gate(verdict.error, thresholds.tau_acc)
+
+    # gate 3: runtime, over warm repeated runs
+    for index in range(settings.runs):
+        timed, _ = runs.run()
+        failure = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
+        if failure:
+            raise gates.exec_failure(f"timed run {index + 1} failed: {failure}")
+        verdict.timed_runs.append(timed.solve_sec)
+    verdict.t_agent = statistics.fmean(verdict.timed_runs)
+    if settings.calibrate:
+        verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
+        verdict.calibration_problem = check_baseline(record, verdict.error, verdict.t_agent, verdict.solver_info,
+                                                     verdict.reference_norm, settings.alphas)
+    else:
+        gates.time_gate(verdict.t_agent, thresholds.tau_time)

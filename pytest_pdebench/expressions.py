@@ -1,0 +1,128 @@
+"""Safe parsing of the math expressions found in case records.
+
+Case records carry expressions such as ``"sin(pi*x)*exp(-t)"``. They come from
+files anyone can contribute, so they are never handed to ``eval`` (which sympy's
+own ``sympify``/``parse_expr`` use underneath). Instead the string is parsed by
+Python's ``ast`` module and only a whitelist of node types, names and functions
+is turned into a sympy expression. Evaluation on arrays goes through
+``sympy.lambdify`` on that trusted tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Sequence, Union
+
+import numpy as np
+import sympy as sp
+
+x, y, z, t = sp.symbols("x y z t", real=True)
+COORDINATES = {"x": x, "y": y, "z": z, "t": t}
+
+CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
+
+FUNCTIONS = {
+    name: getattr(sp, name)
+    for name in (
+        "sin", "cos", "tan", "exp", "log", "sqrt", "sinh", "cosh", "tanh",
+        "atan", "asin", "acos", "atan2", "Abs", "sign", "Max", "Min",
+    )
+}
+FUNCTIONS["abs"] = sp.Abs
+FUNCTIONS["max"] = sp.Max
+FUNCTIONS["min"] = sp.Min
+FUNCTIONS["arctan"] = sp.atan
+FUNCTIONS["arctan2"] = sp.atan2
+
+_BINARY = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+MAX_EXPRESSION_LENGTH = 20_000
+
+Number = Union[int, float]
+ExpressionLike = Union[str, Number]
+
+
+class ExpressionError(ValueError):
+    """An expression in a case record that is not a valid, safe math expression."""
+
+
+def _convert(node: ast.AST, source: str) -> sp.Expr:
+    if isinstance(node, ast.Expression):
+        return _convert(node.body, source)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        # floats stay floats: 0.5 must not become the rational 1/2 silently, but
+        # the value is exact either way for evaluation in float64
+        return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value, 17)
+    if isinstance(node, ast.Name):
+        if node.id in COORDINATES:
+            return COORDINATES[node.id]
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
+        raise ExpressionError(f"unknown name {node.id!r} in {source!r} (allowed: x, y, z, t, pi, e)")
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_convert(node.left, source), _convert(node.right, source))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _convert(node.operand, source)
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        function = FUNCTIONS.get(node.func.id)
+        if function is None:
+            raise ExpressionError(
+                f"unknown function {node.func.id!r} in {source!r} (allowed: {', '.join(sorted(FUNCTIONS))})"
+            )
+        return function(*(_convert(arg, source) for arg in node.args))
+    raise ExpressionError(f"unsupported syntax {type(node).__name__} in {source!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_expression(source: ExpressionLike) -> sp.Expr:
+    """Turn a record's expression (string or number) into a sympy expression."""
+    if isinstance(source, bool):
+        raise ExpressionError(f"a boolean is not an expression: {source!r}")
+    if isinstance(source, (int, float)):
+        return sp.Float(source, 17) if isinstance(source, float) else sp.Integer(source)
+    if not isinstance(source, str):
+        raise ExpressionError(f"expected an expression string or a number, got {type(source).__name__}")
+    if len(source) > MAX_EXPRESSION_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
+    text = source.replace("^", "**")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {source!r}: {exc.msg}") from None
+    return _convert(tree, source)
+
+
+def expression_to_string(expr: sp.Expr) -> str:
+    """The canonical record form of a sympy expression (parseable by parse_expression)."""
+    return sp.sstr(expr, full_prec=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numpy_function(source: ExpressionLike):
+    expr = parse_expression(source)
+    return sp.lambdify((x, y, z, t), expr, modules="numpy")
+
+
+def evaluate(source: ExpressionLike, points: np.ndarray, time: float = 0.0) -> np.ndarray:
+    """Evaluate an expression at points of shape (N, dim) (dim 1..3), at time ``time``."""
+    points = np.asarray(points, dtype=float)
+    coords = [points[:, i] if i < points.shape[1] else np.zeros(len(points)) for i in range(3)]
+    value = _numpy_function(source)(*coords, float(time))
+    return np.broadcast_to(np.asarray(value, dtype=float), (len(points),)).copy()
+
+
+def evaluate_vector(sources: Sequence[ExpressionLike], points: np.ndarray, time: float = 0.0) -> np.ndarray:
+    """Evaluate a vector of expressions: result shape (N, len(sources))."""
+    return np.stack([evaluate(s, points, time) for s in sources], axis=1)
+
+
+def free_symbols(source: ExpressionLike) -> set[str]:
+    return {str(s) for s in parse_expression(source).free_symbols}

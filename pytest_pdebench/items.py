@@ -1,0 +1,87 @@
+"""pytest collectors and items: a JSONL file of cases, one item per (case, library)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .cases import CaseFileError, CaseRecord, iter_case_file
+from .gates import GateFailure
+from .libraries import RuntimeMissing, detect_runtime
+
+PDE_RUN = pytest.StashKey["object"]()
+SEEN_IDS = pytest.StashKey[dict]()
+BACKSTOP_MARGIN_SEC = 120
+
+
+class CalibrationRejected(Exception):
+    """A baseline that ran but cannot define thresholds."""
+
+
+class CaseFile(pytest.File):
+    def collect(self):
+        run = self.config.stash[PDE_RUN]
+        seen = self.config.stash.setdefault(SEEN_IDS, {})
+        try:
+            for line, record in iter_case_file(self.path):
+                if record.id in seen:
+                    first = seen[record.id]
+                    raise CaseFileError(self.path, line, f"duplicate case id {record.id!r} (first at {first})")
+                seen[record.id] = f"{self.path}:{line}"
+                for library in run.libraries:
+                    if library in record.supported_libraries:
+                        yield CaseItem.from_parent(self, name=f"{record.id}[{library}]", record=record,
+                                                   library=library, line=line)
+        except CaseFileError as exc:
+            raise self.CollectError(str(exc)) from None
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, record: CaseRecord, library: str, line: int, **kwargs):
+        super().__init__(**kwargs)
+        self.record, self.library, self.line = record, library, line
+        for marker in (record.family, *record.pde_classification.math_type, library, record.domain_type):
+            self.add_marker(marker)
+        self.extra_keyword_matches.update({record.id, record.family, library, record.domain_type})
+        if self.config.pluginmanager.hasplugin("timeout"):
+            run = self.config.stash[PDE_RUN]
+            per_run = run.settings.timeout_sec or record.evaluation_config.timeout_sec
+            # a backstop only: the sandbox kills solvers long before this fires
+            self.add_marker(pytest.mark.timeout((run.settings.runs + 1) * (per_run + 30) + BACKSTOP_MARGIN_SEC))
+
+    def setup(self):
+        try:
+            detect_runtime(self.library)
+        except RuntimeMissing as exc:
+            pytest.skip(str(exc))
+
+    def runtest(self):
+        run = self.config.stash[PDE_RUN]
+        verdict = run.evaluate(self.record, self.library, self.path.parent)
+        self.user_properties.append(("pde", verdict.to_dict()))
+        if verdict.calibration_problem:
+            raise CalibrationRejected(f"baseline rejected: {verdict.calibration_problem}")
+        if not verdict.passed:
+            raise GateFailure(verdict.outcome, verdict.reason)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (GateFailure, CalibrationRejected)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, f"{self.record.id} [{self.library}]"
+
+
+def verdict_of(report) -> dict | None:
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "pde":
+            return value
+    return None
+
+
+def collect_jsonl(file_path: Path, parent) -> CaseFile | None:
+    if file_path.suffix == ".jsonl" and PDE_RUN in parent.config.stash:
+        return CaseFile.from_parent(parent, path=file_path)
+    return None

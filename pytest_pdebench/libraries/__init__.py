@@ -1,0 +1,129 @@
+"""FEM library tracks: where a track's runtime lives and how a submission is run.
+
+A track is found lazily (the first item that needs it), so collection never imports
+a FEM library. A missing runtime skips that track's items with an install hint.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..sandbox import RunRequest
+
+
+class RuntimeMissing(RuntimeError):
+    """The track's runtime is not installed; the message says how to install it."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A detected runtime: what to mount read-only and the solver's environment."""
+
+    library: str
+    version: str
+    python: str
+    read_only: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Track:
+    name = ""
+    suffixes: tuple[str, ...] = ()
+    install_hint = ""
+
+    def detect(self) -> Runtime:
+        raise NotImplementedError
+
+    def run_request(self, runtime: Runtime, solver_name: str, workdir: Path, cache_dir: Path, limits) -> RunRequest:
+        raise NotImplementedError
+
+
+def _probe_python(python: str, modules: str, version_expr: str, timeout: float = 120) -> dict:
+    """Ask an interpreter for its prefixes and a library version, in a subprocess."""
+    code = (
+        "import json, sys\n"
+        f"import {modules}\n"
+        f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))\n"
+    )
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeMissing(str(exc)) from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeMissing(f"{python}: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def thread_env() -> dict[str, str]:
+    """One thread per BLAS/OpenMP pool: parallelism is the solver's explicit choice."""
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # set on some CPUs because older OpenBLAS builds compute wrong results there
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class PythonTrack(Track):
+    """A track whose submissions are Python files exposing solve(case_spec)."""
+
+    suffixes = (".py",)
+    python_env_var = ""
+    probe_modules = ""
+    version_expr = ""
+    preload = ""
+
+    def detect(self) -> Runtime:
+        python = os.environ.get(self.python_env_var) or sys.executable
+        try:
+            info = _probe_python(python, self.probe_modules, self.version_expr)
+        except RuntimeMissing as exc:
+            raise RuntimeMissing(f"{self.name} runtime not found ({exc}). {self.install_hint}") from None
+        read_only = tuple(dict.fromkeys([info["prefix"], info["base_prefix"]]))
+        return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
+
+    def extra_env(self, info: dict) -> dict[str, str]:
+        return {}
+
+    def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
+        env = {
+            "PATH": f"{Path(runtime.python).parent}:/usr/bin:/bin",
+            "HOME": "{work}",
+            "XDG_CACHE_HOME": "{cache}",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            **thread_env(),
+            **runtime.env,
+        }
+        argv = [runtime.python, "-I", "{harness}/runner.py", solver_name, self.preload]
+        return RunRequest(argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits)
+
+
+def _tracks() -> dict[str, Track]:
+    from .dolfinx import DolfinxTrack
+    from .unavailable import DealiiTrack, FiredrakeTrack
+
+    return {track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}
+
+
+@functools.lru_cache(maxsize=None)
+def get_track(name: str) -> Track:
+    tracks = _tracks()
+    if name not in tracks:
+        raise ValueError(f"unknown library {name!r}; choose from {', '.join(tracks)}")
+    return tracks[name]
+
+
+@functools.lru_cache(maxsize=None)
+def detect_runtime(name: str) -> Runtime:
+    """The track's runtime, probed once per process; raises RuntimeMissing."""
+    return get_track(name).detect()

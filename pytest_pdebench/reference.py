@@ -1,0 +1,52 @@
+"""The reference field u_GT of a case on its evaluation grid (evaluator-only).
+
+Manufactured-solution cases evaluate the exact solution at the final time (or t=0 for
+steady problems); numerical-reference cases load a stored array file named by
+``evaluation_metadata.reference_path``, relative to the case file's folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import expressions
+from .cases import CaseRecord
+from .grid import EvalGrid
+
+
+class ReferenceError(RuntimeError):
+    pass
+
+
+def final_time(record: CaseRecord) -> float:
+    time = record.case_spec.pde.time
+    return time.t_end if time else 0.0
+
+
+def reference_fields(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray:
+    """Reference components stacked on the last axis: shape grid.shape + (c,)."""
+    names = record.case_spec.output.arrays
+    meta = record.evaluation_metadata
+    if meta.construction_method == "manufactured_solution":
+        exact = meta.manufactured_solution or {}
+        missing = [name for name in names if name not in exact]
+        if missing:
+            raise ReferenceError(f"case {record.id}: manufactured_solution has no entry for output arrays {missing}")
+        points, when = grid.points(), final_time(record)
+        columns = [expressions.evaluate(exact[name], points, when).reshape(grid.shape) for name in names]
+        return np.stack(columns, axis=-1)
+    if not meta.reference_path:
+        raise ReferenceError(f"case {record.id}: no reference_path for its numerical reference")
+    path = Path(case_dir or ".") / meta.reference_path
+    if not path.is_file():
+        raise ReferenceError(f"case {record.id}: reference file {path} is missing")
+    with np.load(path) as data:
+        missing = [name for name in names if name not in data]
+        if missing:
+            raise ReferenceError(f"case {record.id}: reference file {path} lacks arrays {missing}")
+        columns = [np.asarray(data[name], dtype=float) for name in names]
+    if any(c.shape != grid.shape for c in columns):
+        raise ReferenceError(f"case {record.id}: reference arrays in {path} do not have the grid shape {grid.shape}")
+    return np.stack(columns, axis=-1)

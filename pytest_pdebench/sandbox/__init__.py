@@ -1,0 +1,286 @@
+"""Running a solver in isolation: one process tree, limits, a timeout that kills it.
+
+A ``RunRequest`` says what to run (argv and environment, with ``{work}``,
+``{cache}`` and ``{harness}`` placeholders for the paths the solver sees), which
+host directories it may read, and its limits. A backend turns it into a
+``RunResult``:
+
+- ``bubblewrap`` (default): a fresh user, pid, network, ipc and uts namespace as the
+  unprivileged uid 65534; only /usr, the track's runtime (read-only), the run's
+  working directory and its compile cache (read-write) exist inside.
+- ``unsandboxed``: a plain child process in its own session, for machines without
+  bubblewrap; chosen only by ``--pde-sandbox=none`` and announced with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HARNESS_DIR = Path(__file__).parent
+RUNNER = HARNESS_DIR / "runner.py"
+LOG_CAP_BYTES = 256 * 1024  # kept from the head and from the tail of each stream
+
+BWRAP_INSTALL_HINT = (
+    "bubblewrap (bwrap) is not installed: it isolates every solver run. "
+    "Install it with `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`, "
+    "or run `make setup`; `--pde-sandbox=none` runs solvers unsandboxed (unsafe for untrusted code)."
+)
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not start the run (not the solver's fault)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_sec: float = 300.0
+    memory_mb: int = 8192
+    file_size_mb: int = 2048
+    cpu_count: int = os.cpu_count() or 1
+
+    @property
+    def cpu_seconds(self) -> int:
+        # CPU time across all threads of one process: wall budget times the cores
+        return int(self.timeout_sec * self.cpu_count) + 10
+
+
+@dataclass
+class RunRequest:
+    argv: list[str]
+    workdir: Path
+    cache_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    read_only: list[Path] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    timed_out: bool
+    wall_sec: float  # whole process
+    solve_sec: float | None  # from the runner's start marker to process exit
+    stdout: str
+    stderr: str
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def failure_reason(self) -> str | None:
+        """One line saying why the run failed, or None if it exited cleanly."""
+        if self.timed_out:
+            return f"timed out after {self.wall_sec:.1f} s (killed)"
+        if self.returncode == 0:
+            return None
+        limit = {"SIGXCPU": "CPU time limit exceeded", "SIGXFSZ": "file size limit exceeded",
+                 "SIGKILL": "killed (out of memory?)"}.get(self.signal_name or "")
+        if limit:
+            return limit
+        tail = _last_meaningful_line(self.stderr)
+        code = self.signal_name or f"exit code {self.returncode}"
+        return f"{code}: {tail}" if tail else code
+
+
+def _last_meaningful_line(text: str) -> str:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line and not line.startswith(("PDEBENCH:", "Traceback", "File ", "^")):
+            return line[:300]
+    return ""
+
+
+class _CappedStream(threading.Thread):
+    """Drains a pipe, keeping its head and tail so a chatty solver cannot eat memory."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.head, self.tail, self.dropped = pipe, bytearray(), bytearray(), 0
+
+    def run(self):
+        for chunk in iter(lambda: self.pipe.read1(65536), b""):
+            room = LOG_CAP_BYTES - len(self.head)
+            self.head += chunk[:room]
+            rest = chunk[room:] if room > 0 else chunk
+            if rest:
+                self.tail += rest
+                if len(self.tail) > LOG_CAP_BYTES:
+                    self.dropped += len(self.tail) - LOG_CAP_BYTES
+                    del self.tail[: len(self.tail) - LOG_CAP_BYTES]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes dropped ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+
+
+class _Marker(threading.Thread):
+    """Stamps the moment the runner says the timed window begins."""
+
+    def __init__(self, fd: int):
+        super().__init__(daemon=True)
+        self.fd, self.time = fd, None
+
+    def run(self):
+        with os.fdopen(self.fd, "rb", buffering=0) as pipe:
+            if pipe.read(1):
+                self.time = time.perf_counter()
+
+
+def _set_limits(limits: Limits):
+    def apply():
+        memory = limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+        size = limits.file_size_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+class Backend:
+    name = "base"
+    work, cache, harness = "", "", ""
+
+    def available(self) -> str | None:
+        """None when usable, else a message saying what to install."""
+        return None
+
+    def wrap(self, request: RunRequest, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict, str]:
+        raise NotImplementedError
+
+    def paths(self, request: RunRequest) -> dict[str, str]:
+        return {"work": self.work, "cache": self.cache, "harness": self.harness}
+
+    def run(self, request: RunRequest) -> RunResult:
+        paths = self.paths(request)
+        argv = [arg.format(**paths) for arg in request.argv]
+        env = {key: value.format(**paths) for key, value in request.env.items()}
+        read_fd, write_fd = os.pipe()
+        env["PDEBENCH_MARKER_FD"] = str(write_fd)
+        command, process_env, cwd = self.wrap(request, argv, env)
+        start = time.perf_counter()
+        try:
+            process = subprocess.Popen(
+                command, cwd=cwd, env=process_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=(write_fd,), preexec_fn=_set_limits(request.limits),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(read_fd)
+            raise SandboxError(f"cannot start {command[0]}: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        marker, out, err = _Marker(read_fd), _CappedStream(process.stdout), _CappedStream(process.stderr)
+        for thread in (marker, out, err):
+            thread.start()
+        timed_out = False
+        try:
+            process.wait(timeout=request.limits.timeout_sec)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self.kill(process)
+        except BaseException:  # KeyboardInterrupt: leave nothing running behind us
+            self.kill(process)
+            raise
+        end = time.perf_counter()
+        for thread in (out, err):
+            thread.join(timeout=10)
+        marker.join(timeout=1)
+        solve = end - marker.time if marker.time is not None else None
+        result = RunResult(process.returncode, timed_out, end - start, solve, out.text(), err.text())
+        self.check_started(result)
+        return result
+
+    def kill(self, process: subprocess.Popen) -> None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+    def check_started(self, result: RunResult) -> None:
+        pass
+
+
+class BubblewrapBackend(Backend):
+    name = "bubblewrap"
+    work, cache, harness = "/sandbox/work", "/sandbox/cache", "/sandbox/harness"
+
+    def __init__(self, executable: str | None = None):
+        self.executable = executable or shutil.which("bwrap")
+
+    def available(self) -> str | None:
+        return None if self.executable else BWRAP_INSTALL_HINT
+
+    def wrap(self, request, argv, env):
+        command = [
+            self.executable,
+            "--unshare-user", "--uid", "65534", "--gid", "65534",  # no capabilities, even for root
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--clearenv",
+            "--ro-bind", "/usr", "/usr",
+        ]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            path = Path(top)
+            if path.is_symlink():
+                command += ["--symlink", os.readlink(path), top]
+            elif path.is_dir():
+                command += ["--ro-bind", top, top]
+        command += [
+            "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+            "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+            "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",  # CPU topology for hwloc
+            "--dir", "/sys/class/net",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        ]
+        for path in dict.fromkeys(Path(p).resolve() for p in request.read_only):
+            command += ["--ro-bind", str(path), str(path)]
+        command += [
+            "--ro-bind", str(RUNNER), f"{self.harness}/runner.py",
+            "--bind", str(request.workdir.resolve()), self.work,
+            "--bind", str(request.cache_dir.resolve()), self.cache,
+            "--chdir", self.work,
+        ]
+        for key, value in env.items():
+            command += ["--setenv", key, value]
+        return command + ["--"] + argv, {"PATH": os.environ.get("PATH", "/usr/bin")}, None
+
+    def check_started(self, result: RunResult) -> None:
+        if result.solve_sec is None and result.stderr.startswith("bwrap:"):
+            raise SandboxError(f"bubblewrap could not start the run: {result.stderr.strip()[:500]}")
+
+
+class UnsandboxedBackend(Backend):
+    """No isolation at all: same process handling, host paths."""
+
+    name = "none"
+
+    def paths(self, request):
+        return {"work": str(request.workdir.resolve()), "cache": str(request.cache_dir.resolve()),
+                "harness": str(HARNESS_DIR)}
+
+    def wrap(self, request, argv, env):
+        return argv, env, str(request.workdir)
+
+
+BACKENDS = {"bubblewrap": BubblewrapBackend, "none": UnsandboxedBackend}
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return BACKENDS[name]()
+    except KeyError:
+        raise ValueError(f"unknown sandbox {name!r}; choose one of {', '.join(BACKENDS)}") from None

@@ -1,0 +1,63 @@
+"""Entry point run inside the sandbox for Python tracks (standard library only).
+
+    python runner.py SOLVER_FILE PRELOAD_MODULES
+
+1. Import the track's libraries (comma-separated PRELOAD_MODULES). This is start-up
+   cost shared by every submission and is left out of the timed window.
+2. Write one byte to the marker pipe (fd from PDEBENCH_MARKER_FD) and close it: the
+   harness starts its clock when it reads that byte.
+3. Import the submission (its top-level code is timed too) and call
+   ``solve(case_spec)`` with the contents of ./case_spec.json.
+4. Leave at once with os._exit, so interpreter teardown is not timed; the harness
+   stops its clock when the process is gone.
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(message.rstrip() + "\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def main() -> None:
+    solver_file, preload = sys.argv[1], sys.argv[2]
+    for module in filter(None, preload.split(",")):
+        importlib.import_module(module)
+    with open("case_spec.json", encoding="utf-8") as handle:
+        case_spec = json.load(handle)["case_spec"]
+    sys.path.insert(0, os.getcwd())  # helper modules shipped beside the solver
+
+    marker_fd = int(os.environ.pop("PDEBENCH_MARKER_FD", "-1"))
+    if marker_fd >= 0:
+        os.write(marker_fd, b"S")
+        os.close(marker_fd)
+
+    try:
+        spec = importlib.util.spec_from_file_location("submission", solver_file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        spec.loader.exec_module(module)
+        solve = getattr(module, "solve", None)
+        if not callable(solve):
+            _fail("PDEBENCH: the submission defines no function solve(case_spec)", 3)
+        solve(case_spec)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+        _fail(f"PDEBENCH: the submission called sys.exit({exc.code!r})", code or 0)
+    except BaseException:
+        _fail("PDEBENCH: solve() raised an exception\n" + traceback.format_exc(), 2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""The state of one pytest run of the benchmark, built from the ``--pde-*`` options.
+
+Workers of pytest-xdist build the same object from the same options, so nothing here
+depends on which process evaluates an item; verdicts travel back on the test reports.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .calibration import Alphas, CalibrationStore, machine_key, now_iso
+from .cases import LIBRARIES, CaseRecord
+from .evaluation import Settings, Verdict, evaluate
+from .submissions import DirectorySource, NoSubmission
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_ORACLE = "submissions/oracle"
+
+
+class PdeBenchWarning(UserWarning):
+    pass
+
+
+def _bundled(rootdir: Path, name: str) -> Path:
+    """A top-level folder of the project: the rootdir's if it has one, else the package's checkout."""
+    here = rootdir / name
+    return here if here.exists() else PACKAGE_ROOT / name
+
+
+def _libraries(values: list[str] | None) -> tuple[str, ...]:
+    if not values:
+        return LIBRARIES
+    chosen: list[str] = []
+    for value in values:
+        for name in filter(None, (v.strip().lower() for v in value.split(","))):
+            if name not in LIBRARIES:
+                raise pytest.UsageError(f"--pde-library: unknown library {name!r}; choose from {', '.join(LIBRARIES)}")
+            if name not in chosen:
+                chosen.append(name)
+    return tuple(chosen)
+
+
+@dataclass
+class PdeRun:
+    config: pytest.Config
+    cases_path: Path
+    libraries: tuple[str, ...]
+    source: DirectorySource
+    settings: Settings
+    store: CalibrationStore
+    verdicts: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "PdeRun | None":
+        """None unless a source option asks for benchmark items."""
+        opt = config.option
+        submissions = opt.pde_submissions
+        if submissions is None and opt.pde_calibrate:
+            submissions = str(_bundled(config.rootpath, DEFAULT_ORACLE))
+        if submissions is None:
+            return None
+        rootdir = config.rootpath
+        cases_path = Path(opt.pde_cases) if opt.pde_cases else _bundled(rootdir, "cases")
+        if not cases_path.exists():
+            raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
+        try:
+            source = DirectorySource(Path(submissions))
+        except FileNotFoundError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if opt.pde_runs < 1:
+            raise pytest.UsageError("--pde-runs must be at least 1")
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
+        mode = "calibration" if opt.pde_calibrate else "runs"
+        output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
+        settings = Settings(
+            output_dir=output.resolve(), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
+            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate, resume=opt.pde_resume,
+            alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min),
+        )
+        calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
+        return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,
+                   CalibrationStore(calibrations))
+
+    def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
+        from .libraries import get_track
+
+        track = get_track(library)
+        try:
+            submission = self.source.submission_for(record, library, track.suffixes)
+        except NoSubmission as exc:
+            return Verdict(record.id, library, record.family, list(record.pde_classification.math_type),
+                           record.domain_type, self.source.label, outcome="F-Exec", reason=str(exc))
+        thresholds = None
+        if not self.settings.calibrate:
+            thresholds = self.store.thresholds(record, library, self.settings.alphas)
+            if thresholds is None:
+                pytest.fail(
+                    f"no calibration for case {record.id!r} on {library} (machine {self.store.machine}): "
+                    f"run `pdebench calibrate --library {library}` first", pytrace=False)
+            if not thresholds.source.startswith(str(self.store.directory)):
+                warnings.warn(PdeBenchWarning(
+                    f"{record.id}[{library}]: runtime threshold from {thresholds.source}, not from this machine "
+                    f"({self.store.machine}); `pdebench calibrate --library {library}` measures one here"))
+        return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir)
+
+    def write_calibration(self) -> dict[str, Path]:
+        """Store the baselines of the passing calibration items (controller only)."""
+        written = {}
+        for library in sorted({v["library"] for v in self.verdicts}):
+            entries = {
+                v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
+                               "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
+                               "solver_info": v["solver_info"], "runtime_version": v["runtime_version"],
+                               "calibrated_at": now_iso()}
+                for v in self.verdicts
+                if v["library"] == library and v["outcome"] == "PASS" and not v["calibration_problem"]
+            }
+            if entries:
+                written[library] = self.store.write(library, entries)
+        return written
+
+    def session_metadata(self) -> dict:
+        return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
+                "cases": str(self.cases_path), "calibrations": str(self.store.directory),
+                "output": str(self.settings.output_dir), "runs": self.settings.runs,
+                "sandbox": self.settings.sandbox, "mode": "calibration" if self.settings.calibrate else "evaluation"}

@@ -1,0 +1,69 @@
+"""Where a submission comes from. A source turns (case, library) into solver files.
+
+Directory layout for ``--pde-submissions=DIR`` (first match wins):
+
+    DIR/<library>/<case_id><suffix>     a solver for one case
+    DIR/<library>/<family><suffix>      a solver for a whole PDE family
+    DIR/<library>/solver<suffix>        one solver for everything
+    DIR/<case_id><suffix>, DIR/<family><suffix>, DIR/solver<suffix>   (same, without the library folder)
+
+``<suffix>`` is ``.py`` for DOLFINx and Firedrake, ``.cpp``/``.cc`` for deal.II. Files
+named ``_*<suffix>`` beside the chosen solver are helpers and travel with it into the
+sandbox (for example shared mesh or output code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cases import CaseRecord
+
+
+class NoSubmission(Exception):
+    """There is no solver for this case; the message lists where we looked."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    solver_name: str  # file name inside the working directory
+    files: dict[str, bytes] = field(repr=False)  # name -> content, solver included
+    origin: str  # where it came from, for the report
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for name in sorted(self.files):
+            digest.update(name.encode() + b"\0" + self.files[name] + b"\0")
+        return digest.hexdigest()[:16]
+
+
+class DirectorySource:
+    """Hand-written solvers in a directory."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise FileNotFoundError(f"--pde-submissions: no directory at {self.directory}")
+
+    @property
+    def label(self) -> str:
+        return str(self.directory)
+
+    def candidates(self, record: CaseRecord, library: str, suffixes: tuple[str, ...]) -> list[Path]:
+        folders = [self.directory / library, self.directory]
+        stems = [record.id, record.family, "solver"]
+        return [folder / f"{stem}{suffix}" for folder in folders for stem in stems for suffix in suffixes]
+
+    def submission_for(self, record: CaseRecord, library: str, suffixes: tuple[str, ...]) -> Submission:
+        candidates = self.candidates(record, library, suffixes)
+        for path in candidates:
+            if path.is_file():
+                solver_name = f"solver{path.suffix}"
+                files = {solver_name: path.read_bytes()}
+                for helper in sorted(path.parent.glob(f"_*{path.suffix}")):
+                    files[helper.name] = helper.read_bytes()
+                return Submission(solver_name, files, str(path))
+        shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
+        raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")
