@@ -35,7 +35,7 @@ ExpressionOrVector = Union[Expression, list[Expression]]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Classification(Strict):

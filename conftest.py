@@ -1,0 +1,3 @@
+"""Repo-level pytest settings: the plugin's own tests drive pytest with pytester."""
+
+pytest_plugins = ["pytester"]

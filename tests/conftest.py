@@ -1,0 +1,85 @@
+"""Fixtures shared by the plugin's tests: a small case factory and runtime guards.
+
+Tests that need bubblewrap or DOLFINx skip where those are absent, except under CI
+(CI=true, set by `.ci/run`) or PDEBENCH_REQUIRE_FEM=1 (set by `make test`), where a
+missing runtime is a failure: the suite must never go green by skipping itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_pdebench.calibration import case_fingerprint, machine_key
+
+REPO = Path(__file__).resolve().parent.parent
+ORACLE = REPO / "submissions" / "oracle"
+REQUIRE_RUNTIMES = os.environ.get("CI") == "true" or os.environ.get("PDEBENCH_REQUIRE_FEM") == "1"
+
+
+def _missing(message: str):
+    if REQUIRE_RUNTIMES:
+        pytest.fail(f"required runtime missing: {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def bwrap_available():
+    if shutil.which("bwrap") is None:
+        _missing("bubblewrap is not installed")
+
+
+@pytest.fixture(scope="session")
+def dolfinx_available(bwrap_available):
+    from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
+
+    try:
+        return detect_runtime("dolfinx")
+    except RuntimeMissing as exc:
+        _missing(str(exc))
+
+
+@functools.lru_cache(maxsize=1)
+def _committed_records() -> dict[str, dict]:
+    lines = (REPO / "cases" / "starter.jsonl").read_text().splitlines()
+    return {data["id"]: data for data in map(json.loads, filter(None, lines))}
+
+
+def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **grid) -> dict:
+    """A starter record as plain JSON data, optionally renamed and with another grid size."""
+    data = copy.deepcopy(_committed_records()[case_id])
+    if new_id:
+        data["id"] = new_id
+    data["case_spec"]["eval_grid"].update(grid)
+    return data
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def write_calibration(directory: Path, library: str, records: list[dict], e_base: float, t_base: float) -> Path:
+    """A calibration file for this machine covering the given records."""
+    from pytest_pdebench.cases import CaseRecord
+
+    entries = {}
+    for data in records:
+        record = CaseRecord.model_validate(data)
+        entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record)}
+    path = directory / library / f"{machine_key()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cases": entries}))
+    return directory
+
+
+def outcomes_from_report(path: Path) -> dict[str, dict]:
+    """case_id -> pde metadata of a pytest-json-report file."""
+    report = json.loads(Path(path).read_text())
+    return {t["metadata"]["pde"]["case_id"]: t["metadata"]["pde"] for t in report["tests"] if "metadata" in t}

@@ -1,0 +1,124 @@
+import copy
+import json
+
+import pytest
+
+from conftest import REPO, record_dict, write_jsonl
+from pytest_pdebench.build import mms
+from pytest_pdebench.build.starter import starter_records
+from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
+from pytest_pdebench.schema import schema_errors, schema_text
+
+CASES_DIR = REPO / "cases"
+
+
+def test_committed_schema_is_the_models_schema():
+    assert (CASES_DIR / "schema.json").read_text() == schema_text(), "run `pdebench schema`"
+
+
+def _mutations():
+    base = record_dict()
+    yield "valid", base, True
+
+    def mutate(name, change):
+        data = copy.deepcopy(base)
+        change(data)
+        return name, data
+
+    yield (*mutate("unknown family", lambda d: d["pde_classification"].update(equation_family="maxwell")), False)
+    yield (*mutate("extra key", lambda d: d["case_spec"].update(hint="use P2")), False)
+    yield (*mutate("library case", lambda d: d.update(supported_libraries=["DOLFINx"])), False)
+    yield (*mutate("no math type", lambda d: d["pde_classification"].update(math_type=[])), False)
+    yield (*mutate("grid too small", lambda d: d["case_spec"]["eval_grid"].update(nx=1)), False)
+    yield (*mutate("timeout negative", lambda d: d["evaluation_config"].update(timeout_sec=-1)), False)
+    yield (*mutate("bad id", lambda d: d.update(id="Has Spaces")), False)
+    yield (*mutate("string grid", lambda d: d["case_spec"]["eval_grid"].update(nx="50")), False)
+
+
+@pytest.mark.parametrize("name, data, valid", list(_mutations()), ids=lambda v: v if isinstance(v, str) else "")
+def test_schema_and_models_agree(name, data, valid):
+    schema_ok = not schema_errors(data)
+    try:
+        CaseRecord.model_validate(data)
+        model_ok = True
+    except Exception:
+        model_ok = False
+    assert (schema_ok, model_ok) == (valid, valid)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["case_spec"]["pde"].update(type="heat"), "differs from equation_family"),
+    (lambda d: d["case_spec"]["bc"]["dirichlet"].update(on=["north"]), "unknown tags"),
+    (lambda d: d["case_spec"]["pde"]["forcing"].update(value="sin(pi*x"), "cannot parse"),
+    (lambda d: d["case_spec"]["pde"]["params"].update(kappa="__import__('os')"), "unknown function"),
+    (lambda d: d["case_spec"]["eval_grid"].update(nz=10), "3-D eval_grid"),
+    (lambda d: d["evaluation_metadata"].pop("manufactured_solution"), "needs evaluation_metadata.manufactured"),
+])
+def test_semantic_checks_name_the_problem(tmp_path, change, message):
+    data = record_dict()
+    change(data)
+    path = write_jsonl(tmp_path / "bad.jsonl", [record_dict("heat_basic"), data])
+    with pytest.raises(CaseFileError, match=message) as info:
+        load_cases(path)
+    assert str(info.value).startswith(f"{path}:2:")
+
+
+def test_malformed_json_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.jsonl"
+    path.write_text(json.dumps(record_dict()) + "\n\n{\"id\": \"x\",\n")
+    with pytest.raises(CaseFileError, match=r"broken.jsonl:3: malformed JSON"):
+        load_cases(path)
+
+
+def test_duplicate_ids_across_files(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [record_dict()])
+    write_jsonl(tmp_path / "b.jsonl", [record_dict("heat_basic"), record_dict()])
+    with pytest.raises(CaseFileError, match=r"b.jsonl:2: duplicate case id 'poisson_basic' \(first at .*a.jsonl:1\)"):
+        load_cases(tmp_path)
+
+
+def test_agent_view_holds_only_case_spec_and_library():
+    record = CaseRecord.model_validate(record_dict())
+    view = agent_view(record, "dolfinx")
+    assert set(view) == {"case_spec", "target_library"}
+    text = json.dumps(view)
+    assert "manufactured_solution" not in text and "thresholds" not in text
+
+
+def test_committed_cases_are_the_generated_starter_suite():
+    committed = {r.id: r for _, _, r in load_cases(CASES_DIR / "starter.jsonl")}
+    generated = {r.id: r for r in starter_records()}
+    assert committed.keys() == generated.keys()
+    for case_id, record in generated.items():
+        stored = committed[case_id].model_dump(exclude={"evaluation_metadata": {"thresholds"}})
+        assert stored == record.model_dump(exclude={"evaluation_metadata": {"thresholds"}}), case_id
+
+
+def test_starter_suite_composition():
+    records = [r for _, _, r in load_cases(CASES_DIR)]
+    assert len(records) >= 20
+    domains = {r.domain_type for r in records}
+    assert {"unit_square", "l_shape", "circle", "annulus", "square_with_hole", "unit_cube"} <= domains
+    for family in ("poisson", "heat"):
+        kappas = {r.case_spec.pde.params["kappa"] for r in records if r.family == family}
+        assert "1" in kappas and len(kappas) > 1, f"{family} needs constant and variable kappa"
+    basic = next(r for r in records if r.id == "poisson_basic")
+    assert basic.case_spec.eval_grid.nx == basic.case_spec.eval_grid.ny == 50
+    assert basic.evaluation_metadata.manufactured_solution == {"u": "sin(pi*x)*sin(pi*y)"}
+
+
+@pytest.mark.parametrize("record", [r for _, _, r in load_cases(CASES_DIR)], ids=lambda r: r.id)
+def test_manufactured_solution_satisfies_the_stored_pde(record):
+    assert mms.pde_residual(record) == 0
+
+
+@pytest.mark.parametrize("record", [r for _, _, r in load_cases(CASES_DIR)], ids=lambda r: r.id)
+def test_boundary_and_initial_data_match_the_exact_solution(record):
+    from pytest_pdebench.expressions import parse_expression, t
+
+    exact = parse_expression(record.evaluation_metadata.manufactured_solution["u"])
+    spec = record.case_spec
+    assert (parse_expression(spec.bc.dirichlet.value) - exact).simplify() == 0
+    if spec.ic:
+        t0 = spec.pde.time.t0
+        assert (parse_expression(spec.ic.value) - exact.subs(t, t0)).simplify() == 0

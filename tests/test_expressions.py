@@ -1,0 +1,55 @@
+import math
+
+import numpy as np
+import pytest
+
+from pytest_pdebench.expressions import ExpressionError, evaluate, evaluate_vector, parse_expression
+
+
+def test_values_match_numpy():
+    points = np.array([[0.25, 0.5], [0.1, 0.9]])
+    values = evaluate("sin(pi*x)*exp(-t) + y^2", points, time=0.3)
+    expected = np.sin(np.pi * points[:, 0]) * np.exp(-0.3) + points[:, 1] ** 2
+    np.testing.assert_allclose(values, expected, rtol=1e-14)
+
+
+def test_constants_and_numbers_broadcast():
+    points = np.zeros((4, 3))
+    np.testing.assert_allclose(evaluate(2.5, points), 2.5)
+    np.testing.assert_allclose(evaluate("pi", points), math.pi)
+
+
+def test_vector_expressions_stack_components():
+    points = np.array([[1.0, 2.0]])
+    np.testing.assert_allclose(evaluate_vector(["x", "x*y", "1"], points), [[1.0, 2.0, 1.0]])
+
+
+def test_three_dimensional_points():
+    points = np.array([[0.5, 0.5, 0.5]])
+    np.testing.assert_allclose(evaluate("x + y + z", points), [1.5])
+
+
+@pytest.mark.parametrize("source", [
+    "__import__('os').system('true')",  # a call of an unknown name
+    "x.__class__",  # attribute access
+    "(lambda: 1)()",
+    "[1, 2]",
+    "open('/etc/passwd')",
+    "sin(x, **{})",
+    "u + 1",  # unknown symbol
+    "x if y else 1",
+    "True",
+])
+def test_unsafe_or_unknown_syntax_is_rejected(source):
+    with pytest.raises(ExpressionError):
+        parse_expression(source)
+
+
+def test_syntax_error_names_the_expression():
+    with pytest.raises(ExpressionError, match=r"cannot parse 'sin\(x'"):
+        parse_expression("sin(x")
+
+
+def test_booleans_are_not_expressions():
+    with pytest.raises(ExpressionError):
+        parse_expression(True)
