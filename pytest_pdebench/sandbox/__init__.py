@@ -97,8 +97,8 @@ class RunResult:
 
 def _last_meaningful_line(text: str) -> str:
     for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line and not line.startswith(("PDEBENCH:", "Traceback", "File ", "^")):
+        line = line.strip().removeprefix("PDEBENCH: ")
+        if line and not line.startswith(("Traceback", "File ", "^")):
             return line[:300]
     return ""
 
@@ -252,6 +252,7 @@ class BubblewrapBackend(Backend):
             "--ro-bind", str(RUNNER), f"{self.harness}/runner.py",
             "--bind", str(request.workdir.resolve()), self.work,
             "--bind", str(request.cache_dir.resolve()), self.cache,
+            "--remount-ro", "/",  # bwrap's own root tmpfs: no scratch space outside the mounts
             "--chdir", self.work,
         ]
         for key, value in env.items():

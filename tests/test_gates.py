@@ -1,0 +1,139 @@
+"""The three gates end to end: tiny numpy solvers, run by pytest (with xdist) through
+the real sandbox and the DOLFINx runtime, judged against a fixed calibration."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import outcomes_from_report, record_dict, write_calibration, write_jsonl
+
+pytestmark = pytest.mark.usefixtures("dolfinx_available")
+
+E_BASE, T_BASE = 1e-4, 0.5  # tau_acc = 1e-3, tau_time = 1.5 s
+
+PRELUDE = """
+import json, time
+import numpy as np
+
+def grid(case_spec):
+    g = case_spec["eval_grid"]
+    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
+    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
+    X, Y = np.meshgrid(x, y)
+    return x, y, np.sin(np.pi * X) * np.sin(np.pi * Y)
+
+def write(u, x, y, meta=True):
+    np.savez("solution.npz", u=u, x=x, y=y)
+    if meta:
+        json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"num_dofs": u.size}},
+                  open("meta.json", "w"))
+"""
+
+SOLVERS = {
+    "exact": ("PASS", "x, y, u = grid(case_spec); write(u, x, y)"),
+    "noisy": ("F-Acc", "x, y, u = grid(case_spec)\n"
+                       "write(u * (1 + 0.01 * np.random.default_rng(1).standard_normal(u.shape)), x, y)"),
+    "slow": ("F-Time", "time.sleep(2.0); x, y, u = grid(case_spec); write(u, x, y)"),
+    "nan_inside": ("F-Exec", "x, y, u = grid(case_spec); u[5, 5] = np.nan; write(u, x, y)"),
+    "wrong_shape": ("F-Exec", "x, y, u = grid(case_spec); write(u[:-1], x, y)"),
+    "no_meta": ("F-Exec", "x, y, u = grid(case_spec); write(u, x, y, meta=False)"),
+    "raises": ("F-Exec", "raise RuntimeError('singular matrix')"),
+    "no_solve_function": ("F-Exec", None),
+}
+
+REASONS = {
+    "noisy": "rel. L2 error",
+    "slow": "> tau_time 1.5 s",
+    "nan_inside": "NaN/inf values inside the domain",
+    "wrong_shape": "has shape (19, 20), expected (20, 20)",
+    "no_meta": "meta.json is missing",
+    "raises": "RuntimeError: singular matrix",
+    "no_solve_function": "defines no function solve",
+}
+
+
+@pytest.fixture(scope="module")
+def gate_run(tmp_path_factory):
+    """One pytest run over all the toy solvers; returns (outcomes, stdout, directory)."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("gates")
+    records = [record_dict(new_id=name, nx=20, ny=20) for name in SOLVERS]
+    write_jsonl(root / "cases.jsonl", records)
+    write_calibration(root / "calibrations", "dolfinx", records, E_BASE, T_BASE)
+    solvers = root / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    for name, (_, body) in SOLVERS.items():
+        code = PRELUDE + ("\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") if body else "\nx = 1\n")
+        (solvers / f"{name}.py").write_text(code)
+    report = root / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--pde-library=dolfinx",
+         f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
+         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
+         "--json-report", f"--json-report-file={report}", "-rA"],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    return outcomes_from_report(report), done.stdout, root, done.returncode
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_outcome_and_reason(gate_run, name):
+    outcomes, stdout, _, _ = gate_run
+    expected, _ = SOLVERS[name]
+    verdict = outcomes[name]
+    assert verdict["outcome"] == expected, verdict["reason"]
+    if name in REASONS:
+        assert REASONS[name] in verdict["reason"]
+        assert f"{expected}: " in stdout  # the one-line failure message pytest shows
+
+
+def test_passing_item_metadata(gate_run):
+    outcomes, _, root, _ = gate_run
+    verdict = outcomes["exact"]
+    assert verdict["error"] < 1e-12
+    assert verdict["tau_acc"] == pytest.approx(10 * E_BASE)
+    assert verdict["tau_time"] == pytest.approx(3 * T_BASE)
+    assert verdict["t_agent"] is not None and verdict["t_agent"] < 1.5
+    assert verdict["r2"] == pytest.approx(1.0)
+    assert verdict["solver_info"] == {"num_dofs": 400}
+    assert verdict["sandbox"] == "bubblewrap"
+    audit = root / "out" / "dolfinx" / "exact"
+    assert {p.name for p in audit.iterdir()} >= {"case_spec.json", "solver.py", "stdout.txt", "stderr.txt",
+                                                 "solution.npz", "meta.json", "verdict.json"}
+    assert set(json.loads((audit / "case_spec.json").read_text())) == {"case_spec", "target_library"}
+
+
+def test_accuracy_failure_skips_timing(gate_run):
+    outcomes, _, _, _ = gate_run
+    assert outcomes["noisy"]["t_agent"] is None
+    assert 1e-3 < outcomes["noisy"]["error"] < 0.1
+
+
+def test_summary_table_and_exit_code(gate_run):
+    _, stdout, _, returncode = gate_run
+    assert returncode == 1  # failures present
+    assert "PDEAgent-Bench outcomes" in stdout
+    table_line = next(line for line in stdout.splitlines() if line.startswith("poisson"))
+    assert table_line.split()[1:5] == ["1", "5", "1", "1"]
+    assert "12.5%" in table_line
+
+
+def test_resume_reuses_finished_verdicts(gate_run):
+    import subprocess
+    import sys
+    import time
+
+    _, _, root, _ = gate_run
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "--pde-resume",
+         f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}", "-k", "exact or slow",
+         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q"],
+        cwd=root, capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - started
+    assert "1 failed, 1 passed" in done.stdout
+    assert elapsed < 4.0, "the slow solver ran again although its verdict was reusable"

@@ -1,0 +1,262 @@
+"""The bubblewrap sandbox, exercised with real processes, files and sockets.
+
+Solvers here are tiny Python files run by the sandbox runner with no library
+preloaded, so each run takes a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from pytest_pdebench.libraries import thread_env
+from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
+
+pytestmark = pytest.mark.usefixtures("bwrap_available")
+
+
+def run_solver(tmp_path: Path, body: str, timeout: float = 20, env: dict | None = None, memory_mb: int = 2048):
+    workdir, cache = tmp_path / "work", tmp_path / "cache"
+    workdir.mkdir()
+    cache.mkdir()
+    (workdir / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
+    (workdir / "solver.py").write_text(textwrap.dedent(body))
+    python = sys.executable
+    request = RunRequest(
+        argv=[python, "-I", "{harness}/runner.py", "solver.py", ""],
+        workdir=workdir, cache_dir=cache,
+        env={"PATH": f"{Path(python).parent}:/usr/bin", "HOME": "{work}", **thread_env(), **(env or {})},
+        read_only=[Path(sys.prefix), Path(sys.base_prefix)],
+        limits=Limits(timeout_sec=timeout, memory_mb=memory_mb),
+    )
+    return get_backend("bubblewrap").run(request), workdir
+
+
+def test_a_clean_run_reports_its_solve_time(tmp_path):
+    result, workdir = run_solver(tmp_path, """
+        import time
+        def solve(case_spec):
+            time.sleep(0.3)
+            open("out.txt", "w").write("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "out.txt").read_text() == "ok"
+    assert 0.3 <= result.solve_sec < result.wall_sec
+
+
+def test_import_time_work_of_the_submission_is_timed(tmp_path):
+    result, _ = run_solver(tmp_path, """
+        import time
+        time.sleep(0.4)  # a solver that does its work at import
+        def solve(case_spec):
+            pass
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.solve_sec >= 0.4
+
+
+def test_no_network_not_even_to_the_hosts_loopback(tmp_path):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = []
+
+    def accept():
+        server.settimeout(5)
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        result, workdir = run_solver(tmp_path, f"""
+            import socket
+            def solve(case_spec):
+                try:
+                    socket.create_connection(("127.0.0.1", {port}), timeout=3)
+                    outcome = "connected"
+                except OSError as exc:
+                    outcome = "refused: " + type(exc).__name__
+                open("net.txt", "w").write(outcome)
+        """)
+    finally:
+        thread.join()
+        server.close()
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "net.txt").read_text().startswith("refused")
+    assert not accepted, "the sandboxed solver reached a server on the host"
+
+
+def test_files_next_to_the_working_directory_are_invisible(tmp_path):
+    secret = tmp_path / "reference.npz"
+    secret.write_text("evaluator only")
+    result, workdir = run_solver(tmp_path, f"""
+        import os
+        def solve(case_spec):
+            found = []
+            for path in ({str(secret)!r}, "../reference.npz", "/etc/passwd", {str(REPO / "cases")!r}):
+                found.append(path + ":" + str(os.path.exists(path)))
+            open("seen.txt", "w").write("\\n".join(found))
+            open("root.txt", "w").write(" ".join(sorted(os.listdir("/"))))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert all(line.endswith("False") for line in (workdir / "seen.txt").read_text().splitlines())
+    # only the system tree, the runtime's own prefix folders and the sandbox itself
+    top_level = set((workdir / "root.txt").read_text().split())
+    runtime_roots = {Path(p).parts[1] for p in (sys.prefix, sys.base_prefix)}
+    assert top_level <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys", "proc", "dev", "tmp",
+                         "sandbox"} | runtime_roots, top_level
+
+
+def test_writes_outside_the_working_directory_fail(tmp_path):
+    target = tmp_path / "escaped.txt"
+    result, workdir = run_solver(tmp_path, f"""
+        def solve(case_spec):
+            results = []
+            for path in ({str(target)!r}, "/usr/escaped.txt", "../escaped.txt"):
+                try:
+                    open(path, "w").write("x")
+                    results.append("wrote " + path)
+                except OSError:
+                    results.append("denied " + path)
+            open("writes.txt", "w").write("\\n".join(results))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert not target.exists()
+    writes = (workdir / "writes.txt").read_text().splitlines()
+    assert all(line.startswith("denied") for line in writes), writes
+
+
+def test_harness_environment_is_not_visible(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-harness-secret")
+    result, workdir = run_solver(tmp_path, """
+        import os
+        def solve(case_spec):
+            open("env.txt", "w").write("\\n".join(f"{k}={v}" for k, v in os.environ.items()))
+    """)
+    assert result.returncode == 0, result.stderr
+    environment = (workdir / "env.txt").read_text()
+    assert "sk-harness-secret" not in environment and "OPENAI_API_KEY" not in environment
+
+
+def test_runs_as_an_unprivileged_user(tmp_path):
+    result, workdir = run_solver(tmp_path, """
+        import os
+        def solve(case_spec):
+            status = open("/proc/self/status").read()
+            caps = [l for l in status.splitlines() if l.startswith("CapEff")][0]
+            open("who.txt", "w").write(f"{os.getuid()} {caps.split()[1]}")
+    """)
+    assert result.returncode == 0, result.stderr
+    uid, capabilities = (workdir / "who.txt").read_text().split()
+    assert uid == "65534"
+    assert int(capabilities, 16) == 0
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_timeout_kills_every_process_including_detached_ones(tmp_path):
+    marker = f"pdebench-{uuid.uuid4().hex}"
+    result, _ = run_solver(tmp_path, f"""
+        import os, signal, subprocess, time
+        def solve(case_spec):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            # a child in its own session that ignores SIGTERM, and a double-forked one
+            subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 600 {marker}"], start_new_session=True)
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    os.execvp("sleep", ["sleep", "601", "{marker}"])
+                os._exit(0)
+            time.sleep(600)
+    """, timeout=2)
+    assert result.timed_out and result.failure_reason().startswith("timed out")
+    deadline = time.time() + 5
+    while _processes_with(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == []
+
+
+def test_memory_limit_stops_a_runaway_allocation(tmp_path):
+    result, _ = run_solver(tmp_path, """
+        def solve(case_spec):
+            blocks = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB
+    """, memory_mb=512)
+    assert result.returncode != 0
+    assert "MemoryError" in result.stderr
+
+
+def test_file_size_limit(tmp_path):
+    workdir, cache = tmp_path / "work", tmp_path / "cache"
+    workdir.mkdir()
+    cache.mkdir()
+    (workdir / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
+    (workdir / "solver.py").write_text("def solve(c):\n    open('big', 'wb').write(b'0' * (3 * 2**20))\n")
+    request = RunRequest([sys.executable, "-I", "{harness}/runner.py", "solver.py", ""], workdir, cache,
+                         {"PATH": "/usr/bin"}, [Path(sys.prefix), Path(sys.base_prefix)],
+                         Limits(timeout_sec=20, file_size_mb=1))
+    result = get_backend("bubblewrap").run(request)
+    assert result.returncode != 0
+    assert result.failure_reason() == "file size limit exceeded" or "File too large" in result.stderr
+
+
+def test_output_is_capped(tmp_path):
+    result, _ = run_solver(tmp_path, """
+        import sys
+        def solve(case_spec):
+            for _ in range(4000):
+                sys.stdout.write("x" * 1023 + "\\n")
+    """)
+    assert result.returncode == 0
+    assert len(result.stdout) < 600 * 1024
+    assert "bytes dropped" in result.stdout
+
+
+def test_exception_is_reported_with_its_message(tmp_path):
+    result, _ = run_solver(tmp_path, """
+        def solve(case_spec):
+            raise ValueError("mesh is upside down")
+    """)
+    assert result.returncode == 2
+    assert result.failure_reason() == "exit code 2: ValueError: mesh is upside down"
+
+
+def test_missing_bubblewrap_says_how_to_install(monkeypatch):
+    from pytest_pdebench.sandbox import BubblewrapBackend
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    message = BubblewrapBackend().available()
+    assert message and "apt-get install bubblewrap" in message
+
+
+def test_environment_whitelist_only(tmp_path):
+    result, workdir = run_solver(tmp_path, """
+        import os
+        def solve(case_spec):
+            open("keys.txt", "w").write(" ".join(sorted(os.environ)))
+    """)
+    keys = set((workdir / "keys.txt").read_text().split())
+    assert keys <= {"PATH", "HOME", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PWD",
+                    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"}, keys
+    assert os.environ.get("PDEBENCH_MARKER_FD") is None
