@@ -79,11 +79,12 @@ class ResolvedThresholds:
     tau_acc: float
     tau_time: float
     source: str  # which calibration these came from
+    foreign_machine: bool = False  # measured on another kind of machine
 
     @classmethod
     def from_baseline(cls, e_base: float, t_base: float, alpha_acc: float, alpha_time: float, tau_min: float,
-                      source: str) -> "ResolvedThresholds":
-        return cls(e_base, t_base, max(alpha_acc * e_base, tau_min), alpha_time * t_base, source)
+                      source: str, foreign_machine: bool = False) -> "ResolvedThresholds":
+        return cls(e_base, t_base, max(alpha_acc * e_base, tau_min), alpha_time * t_base, source, foreign_machine)
 
 
 class CalibrationStore:
@@ -113,7 +114,8 @@ class CalibrationStore:
         stored = record.evaluation_metadata.thresholds.get(library)
         if stored:
             return ResolvedThresholds.from_baseline(stored.e_base, stored.t_base, alpha_acc, alpha_time, tau_min,
-                                                    f"case record (calibrated on {stored.machine})")
+                                                    f"case record (calibrated on {stored.machine})",
+                                                    foreign_machine=stored.machine != self.machine)
         return None
 
     def write(self, library: str, new_entries: dict[str, dict]) -> Path:

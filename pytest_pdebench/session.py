@@ -102,9 +102,9 @@ class PdeRun:
                 pytest.fail(
                     f"no calibration for case {record.id!r} on {library} (machine {self.store.machine}): "
                     f"run `pdebench calibrate --library {library}` first", pytrace=False)
-            if not thresholds.source.startswith(str(self.store.directory)):
+            if thresholds.foreign_machine:
                 warnings.warn(PdeBenchWarning(
-                    f"{record.id}[{library}]: runtime threshold from {thresholds.source}, not from this machine "
+                    f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from this machine "
                     f"({self.store.machine}); `pdebench calibrate --library {library}` measures one here"))
         return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir)
 

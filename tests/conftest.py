@@ -52,8 +52,12 @@ def _committed_records() -> dict[str, dict]:
 
 
 def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **grid) -> dict:
-    """A starter record as plain JSON data, optionally renamed and with another grid size."""
+    """A starter record as plain JSON data, optionally renamed and with another grid size.
+
+    Its materialized thresholds are dropped: tests give calibrations explicitly.
+    """
     data = copy.deepcopy(_committed_records()[case_id])
+    data["evaluation_metadata"].pop("thresholds", None)
     if new_id:
         data["id"] = new_id
     data["case_spec"]["eval_grid"].update(grid)

@@ -1,0 +1,172 @@
+"""Collection, options, markers, skipping and bad-input messages, through pytester."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ORACLE, record_dict, write_calibration, write_jsonl
+
+
+@pytest.fixture
+def suite(pytester):
+    """Three cases: two for all libraries, one for DOLFINx only; a calibration for all."""
+    heat = record_dict("heat_l_shape")
+    only_dolfinx = record_dict("poisson_circle")
+    only_dolfinx["supported_libraries"] = ["dolfinx"]
+    records = [record_dict("poisson_basic"), heat, only_dolfinx]
+    cases = write_jsonl(pytester.path / "cases.jsonl", records)
+    write_calibration(pytester.path / "calib", "dolfinx", records, 1e-4, 1.0)
+    # a regular test file that must not be collected in benchmark mode
+    pytester.makepyfile(test_unrelated="def test_unrelated():\n    assert False\n")
+    return cases
+
+
+def options(cases, *extra):
+    return ["-p", "no:cacheprovider", f"--pde-cases={cases}", f"--pde-submissions={ORACLE}",
+            f"--pde-calibrations={cases.parent / 'calib'}", *extra]
+
+
+def collected_ids(result) -> list[str]:
+    return [line.split("::", 1)[1] for line in result.outlines if "::" in line]
+
+
+def test_one_item_per_case_and_supported_library(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--collect-only", "-q"))
+    assert sorted(collected_ids(result)) == sorted([
+        "poisson_basic[dolfinx]", "poisson_basic[firedrake]", "poisson_basic[dealii]",
+        "heat_l_shape[dolfinx]", "heat_l_shape[firedrake]", "heat_l_shape[dealii]",
+        "poisson_circle[dolfinx]",
+    ])
+
+
+def test_library_option_selects_tracks(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--collect-only", "-q", "--pde-library=firedrake,dealii"))
+    ids = collected_ids(result)
+    assert len(ids) == 4 and not any("dolfinx" in i for i in ids)
+    result = pytester.runpytest(*options(suite, "--collect-only", "-q", "--pde-library", "dolfinx",
+                                         "--pde-library", "DOLFINX"))
+    assert len(collected_ids(result)) == 3
+
+
+def test_unknown_library_is_a_usage_error(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--pde-library=fenics"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown library 'fenics'; choose from dolfinx, firedrake, dealii*"])
+
+
+def test_unknown_option_is_rejected(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--pde-frobnicate"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --pde-frobnicate*"])
+
+
+def test_missing_submissions_directory(pytester, suite):
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", "--pde-submissions=nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--pde-submissions: no directory at nowhere*"])
+
+
+def test_without_a_source_option_cases_are_not_collected(pytester, suite):
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
+    assert collected_ids(result) == ["test_unrelated"]
+
+
+@pytest.mark.parametrize("selection, expected", [
+    (["-m", "heat"], ["heat_l_shape[dolfinx]"]),
+    (["-m", "poisson and circle"], ["poisson_circle[dolfinx]"]),
+    (["-m", "elliptic and unit_square"], ["poisson_basic[dolfinx]"]),
+    (["-k", "l_shape"], ["heat_l_shape[dolfinx]"]),
+    (["-k", "poisson_basic"], ["poisson_basic[dolfinx]"]),
+    (["-m", "dolfinx and not heat"], ["poisson_basic[dolfinx]", "poisson_circle[dolfinx]"]),
+])
+def test_markers_and_keywords_select(pytester, suite, selection, expected):
+    result = pytester.runpytest(*options(suite, "--collect-only", "-q", "--pde-library=dolfinx", *selection))
+    assert sorted(collected_ids(result)) == expected
+
+
+def test_markers_are_registered(pytester, suite):
+    result = pytester.runpytest("--markers")
+    for marker in ("poisson:", "parabolic:", "dealii:", "t_junction:", "incompressible_flow:"):
+        assert any(line.startswith(f"@pytest.mark.{marker}") for line in result.outlines), marker
+
+
+def test_missing_runtime_skips_with_install_hint(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--pde-library=firedrake", "-rs"))
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*Firedrake track is not implemented yet*"])
+
+
+def test_missing_dolfinx_says_what_to_install(pytester, suite, monkeypatch):
+    from pytest_pdebench.libraries import detect_runtime
+
+    detect_runtime.cache_clear()
+    monkeypatch.setenv("PDEBENCH_DOLFINX_PYTHON", "/usr/bin/true-python-that-does-not-exist")
+    try:
+        result = pytester.runpytest(*options(suite, "--pde-library=dolfinx", "-rs", "-k", "poisson_basic"))
+    finally:
+        detect_runtime.cache_clear()
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*dolfinx runtime not found*pip install dolfinx-solver-real*"])
+
+
+def test_malformed_jsonl_fails_collection_with_file_and_line(pytester, suite):
+    bad = pytester.path / "bad.jsonl"
+    bad.write_text(json.dumps(record_dict("heat_basic")) + "\n{not json}\n")
+    result = pytester.runpytest(*options(bad))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([f"*{bad}:2: malformed JSON*"])
+
+
+def test_invalid_record_names_file_line_and_field(pytester, suite):
+    data = record_dict()
+    data["case_spec"]["eval_grid"]["nx"] = 0
+    bad = write_jsonl(pytester.path / "bad.jsonl", [data])
+    result = pytester.runpytest(*options(bad))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([f"*{bad}:1: record 'poisson_basic' does not match*case_spec/eval_grid/nx*"])
+
+
+def test_duplicate_ids_fail_collection(pytester, suite):
+    directory = pytester.mkdir("twice")
+    write_jsonl(directory / "a.jsonl", [record_dict()])
+    write_jsonl(directory / "b.jsonl", [record_dict()])
+    result = pytester.runpytest(*options(directory))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*b.jsonl:1: duplicate case id 'poisson_basic' (first at *a.jsonl:1)*"])
+
+
+def test_missing_calibration_is_an_error_naming_the_fix(pytester, suite, dolfinx_available):
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={ORACLE}",
+                                f"--pde-calibrations={pytester.path / 'empty'}", "--pde-library=dolfinx",
+                                "-k", "poisson_circle")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no calibration for case 'poisson_circle' on dolfinx*pdebench calibrate*"])
+
+
+def test_missing_bubblewrap_stops_with_install_message(pytester, suite, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = pytester.runpytest(*options(suite))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*apt-get install bubblewrap*"])
+
+
+def test_unsandboxed_mode_warns_loudly(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--pde-sandbox=none", "--collect-only", "-q"))
+    result.stdout.fnmatch_lines(["*UNSANDBOXED*"])
+
+
+def test_no_solver_for_a_case_is_an_exec_failure(pytester, suite, dolfinx_available):
+    empty = pytester.mkdir("no_solvers")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={empty}",
+                                f"--pde-calibrations={pytester.path / 'calib'}", "--pde-library=dolfinx",
+                                "-k", "poisson_basic")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*F-Exec: no solver for case 'poisson_basic'*dolfinx/poisson_basic.py*"])
+
+
+def test_header_names_mode_machine_and_sandbox(pytester, suite):
+    result = pytester.runpytest(*options(suite, "--collect-only", "-q", "-v"))
+    result.stdout.fnmatch_lines(["pdebench: evaluation of *oracle on dolfinx, firedrake, dealii; machine *; "
+                                 "sandbox bubblewrap*"])
