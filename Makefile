@@ -1,0 +1,28 @@
+# Two commands do everything on a fresh machine:
+#   make demo   set up, then run the bundled DOLFINx oracle on the bundled cases
+#   make test   set up, then run the project's own test suite
+VENV ?= .venv
+STAMP := $(VENV)/.pdebench-setup
+JOBS ?= 2
+
+.PHONY: setup demo test calibrate clean-reports
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	PDEBENCH_VENV=$(VENV) scripts/setup.sh
+	touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/pytest --pde-library=dolfinx --pde-submissions=submissions/oracle -n $(JOBS) \
+		--json-report --json-report-file=reports/demo.json
+
+test: $(STAMP)
+	PDEBENCH_REQUIRE_FEM=1 $(VENV)/bin/pytest
+
+# measure e_base/t_base of every case on this machine and store them in the records
+calibrate: $(STAMP)
+	$(VENV)/bin/pdebench calibrate --library dolfinx --update-cases
+
+clean-reports:
+	rm -rf reports/runs reports/calibration reports/*.json

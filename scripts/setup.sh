@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One-time set-up, safe to re-run: bubblewrap, a Python 3.12 virtual environment
+# (.venv, or $PDEBENCH_VENV) with DOLFINx 0.11 from PyPI and this package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${PDEBENCH_VENV:-.venv}
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+is_python312() { [ -n "$1" ] && [ -x "$1" ] && "$1" -c 'import sys, venv; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; }
+
+find_python312() {
+    # explicit choice first, then PATH, then pyenv's installs (not on PATH as python3.12)
+    local candidates=("${PYTHON312:-}" "$(command -v python3.12 || true)")
+    local roots=()
+    command -v pyenv >/dev/null 2>&1 && roots+=("$(pyenv root)")
+    roots+=("${PYENV_ROOT:-}" "$HOME/.pyenv" /root/.pyenv /opt/pyenv)
+    for root in "${roots[@]}"; do
+        [ -n "$root" ] && [ -d "$root/versions" ] || continue
+        while IFS= read -r dir; do candidates+=("$dir/bin/python3.12"); done \
+            < <(ls -d "$root"/versions/3.12* 2>/dev/null | sort -V -r)
+    done
+    candidates+=(/usr/local/bin/python3.12 /usr/bin/python3.12)
+    for candidate in "${candidates[@]}"; do
+        if is_python312 "$candidate"; then echo "$candidate"; return 0; fi
+    done
+    return 1
+}
+
+install_bubblewrap() {
+    command -v bwrap >/dev/null 2>&1 && return 0
+    say "installing bubblewrap (the solver sandbox)"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    if command -v apt-get >/dev/null 2>&1; then
+        $sudo apt-get update -qq && $sudo apt-get install -y -qq bubblewrap >/dev/null
+    elif command -v dnf >/dev/null 2>&1; then
+        $sudo dnf install -y bubblewrap
+    else
+        die "bubblewrap is missing and no apt-get/dnf here: install the 'bubblewrap' package"
+    fi
+    command -v bwrap >/dev/null 2>&1 || die "bubblewrap did not install"
+}
+
+install_bubblewrap
+
+if ! is_python312 "$VENV/bin/python"; then
+    PY312=$(find_python312) || die "Python 3.12 not found (DOLFINx 0.11 wheels need it). Install it (e.g. \
+'pyenv install 3.12') or set PYTHON312=/path/to/python3.12"
+    say "creating $VENV with $PY312"
+    rm -rf "$VENV"
+    "$PY312" -m venv "$VENV"
+fi
+
+say "installing pytest-pdebench with the DOLFINx track into $VENV (about a minute the first time)"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -m pip install --quiet -e ".[dolfinx]" 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -c 'import pytest_pdebench.plugin' || die "pytest-pdebench did not install"
+version=$("$VENV/bin/python" -c 'from mpi4py import MPI; import dolfinx; print(dolfinx.__version__)') \
+    || die "DOLFINx does not import in $VENV"
+say "ready: DOLFINx $version, $(bwrap --version), python $("$VENV/bin/python" -V 2>&1)"
