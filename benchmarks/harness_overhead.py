@@ -1,0 +1,103 @@
+"""Harness overhead per item: what the sandbox, the runtime start-up and the gates
+cost on top of the solver's own (timed) work. Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/harness_overhead.py [--repeats 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pytest_pdebench.calibration import ResolvedThresholds  # noqa: E402
+from pytest_pdebench.cases import load_cases  # noqa: E402
+from pytest_pdebench.evaluation import Settings, evaluate  # noqa: E402
+from pytest_pdebench.libraries import detect_runtime, get_track  # noqa: E402
+from pytest_pdebench.sandbox import Limits, get_backend  # noqa: E402
+from pytest_pdebench.submissions import Submission  # noqa: E402
+
+EXACT_SOLVER = b"""
+import json
+import numpy as np
+
+def solve(case_spec):
+    g = case_spec["eval_grid"]
+    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
+    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
+    X, Y = np.meshgrid(x, y)
+    np.savez("solution.npz", u=np.sin(np.pi * X) * np.sin(np.pi * Y), x=x, y=y)
+    json.dump({"wall_time_sec": 0.0, "status": "success"}, open("meta.json", "w"))
+"""
+
+
+def median_ms(values) -> str:
+    return f"{1000 * statistics.median(values):7.1f} ms"
+
+
+def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[float], list[float]]:
+    """Wall time of a run whose solve() does nothing, and its timed window."""
+    track, runtime = get_track("dolfinx"), detect_runtime("dolfinx")
+    walls, windows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            work, cache = Path(tmp) / f"w{i}", Path(tmp) / "cache"
+            work.mkdir()
+            cache.mkdir(exist_ok=True)
+            (work / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
+            (work / "solver.py").write_text("def solve(case_spec):\n    pass\n")
+            request = track.run_request(runtime, "solver.py", work, cache, Limits(timeout_sec=60))
+            if not preload:
+                request.argv[-1] = ""
+            result = get_backend(backend_name).run(request)
+            assert result.returncode == 0, result.stderr
+            walls.append(result.wall_sec)
+            windows.append(result.solve_sec)
+    return walls, windows
+
+
+def whole_items(repeats: int) -> list[tuple[float, float]]:
+    """(item wall time, time inside solver processes) for poisson_basic with an exact solver."""
+    record = next(r for _, _, r in load_cases(REPO / "cases") if r.id == "poisson_basic")
+    submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
+    thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, "benchmark")
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(output_dir=Path(tmp))
+        for _ in range(repeats):
+            started = time.perf_counter()
+            verdict = evaluate(record, "dolfinx", submission, "benchmark", thresholds, settings, REPO / "cases")
+            elapsed = time.perf_counter() - started
+            assert verdict.outcome == "PASS", verdict.reason
+            figures.append((elapsed, verdict.t_first_run + sum(verdict.timed_runs)))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+    print(f"DOLFINx {detect_runtime('dolfinx').version}; medians of {args.repeats} runs\n")
+    for backend in ("bubblewrap", "none"):
+        walls, windows = process_start(backend, preload=False, repeats=args.repeats)
+        print(f"{backend:10s} empty solver, no preload:   process {median_ms(walls)}   timed window "
+              f"{median_ms(windows)}")
+        walls, windows = process_start(backend, preload=True, repeats=args.repeats)
+        print(f"{backend:10s} empty solver, DOLFINx preload: process {median_ms(walls)}   timed window "
+              f"{median_ms(windows)}")
+    items = whole_items(args.repeats)
+    item_wall = [w for w, _ in items]
+    outside = [w - inside for w, inside in items]
+    print(f"\nwhole item (poisson_basic, exact numpy solver, 1 gated + 1 timed run): {median_ms(item_wall)}")
+    print(f"  of which outside the timed windows (start-up, imports, gates, files): {median_ms(outside)}")
+
+
+if __name__ == "__main__":
+    main()

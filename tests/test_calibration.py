@@ -1,0 +1,130 @@
+"""Thresholds, calibration files and calibration mode (the oracle's baselines)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import record_dict, write_jsonl
+from pytest_pdebench.calibration import (Alphas, CalibrationStore, ResolvedThresholds, case_fingerprint,
+                                         check_baseline, machine_key)
+from pytest_pdebench.cases import CaseRecord
+
+
+def record(**changes) -> CaseRecord:
+    data = record_dict()
+    data["evaluation_config"].update(changes)
+    return CaseRecord.model_validate(data)
+
+
+def test_thresholds_follow_equation_2():
+    resolved = ResolvedThresholds.from_baseline(2e-4, 1.5, 10, 3, 1e-6, "x")
+    assert resolved.tau_acc == pytest.approx(2e-3)
+    assert resolved.tau_time == pytest.approx(4.5)
+    assert ResolvedThresholds.from_baseline(1e-9, 1.0, 10, 3, 1e-6, "x").tau_acc == 1e-6  # the floor
+
+
+def test_option_alphas_override_the_case():
+    assert Alphas().resolve(record(alpha_acc=20)) == (20, 3, 1e-6)
+    assert Alphas(alpha_acc=5, tau_min=1e-3).resolve(record(alpha_acc=20)) == (5, 3, 1e-3)
+
+
+@pytest.mark.parametrize("e_base, t_base, info, norm, problem", [
+    (1e-4, 1.0, {"converged": True}, 10.0, None),
+    (float("nan"), 1.0, {}, 10.0, "not finite"),
+    (1e-4, 1.0, {"converged": False, "converged_reason": -3}, 10.0, "did not converge (-3)"),
+    (0.2, 1.0, {}, 10.0, "an all-zero field would pass"),
+    (1e-4, 1.0, {}, 1e-12, "reference field is ~0"),
+    (1e-4, 150.0, {}, 10.0, "exceeds the case timeout"),
+])
+def test_baselines_that_cannot_define_thresholds_are_rejected(e_base, t_base, info, norm, problem):
+    found = check_baseline(record(), e_base, t_base, info, norm, Alphas())
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_store_merges_entries_and_ignores_stale_fingerprints(tmp_path):
+    store = CalibrationStore(tmp_path, machine="test-machine")
+    fresh = record()
+    store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh)}})
+    store.write("dolfinx", {"other": {"e_base": 1.0, "t_base": 1.0, "fingerprint": "x"}})
+    saved = json.loads((tmp_path / "dolfinx" / "test-machine.json").read_text())
+    assert set(saved["cases"]) == {fresh.id, "other"} and saved["machine"] == "test-machine"
+    assert store.thresholds(fresh, "dolfinx", Alphas()).tau_time == pytest.approx(6.0)
+
+    edited = record_dict()
+    edited["case_spec"]["eval_grid"]["nx"] = 51
+    assert store.thresholds(CaseRecord.model_validate(edited), "dolfinx", Alphas()) is None
+
+
+def test_record_thresholds_are_the_fallback_with_their_machine(tmp_path):
+    data = record_dict()
+    data["evaluation_metadata"]["thresholds"] = {"dolfinx": {"e_base": 1e-5, "t_base": 0.5, "tau_acc": 1e-4,
+                                                             "tau_time": 1.5, "machine": "elsewhere"}}
+    resolved = CalibrationStore(tmp_path, machine="here").thresholds(CaseRecord.model_validate(data), "dolfinx",
+                                                                     Alphas())
+    assert resolved.foreign_machine and "elsewhere" in resolved.source
+    assert resolved.tau_acc == pytest.approx(1e-4)
+
+
+def test_machine_key_is_stable_and_overridable(monkeypatch):
+    assert machine_key() == machine_key()
+    monkeypatch.setenv("PDEBENCH_MACHINE", "lab-node-7")
+    assert machine_key() == "lab-node-7"
+
+
+SOLVER = """
+import json
+import numpy as np
+
+def solve(case_spec):
+    g = case_spec["eval_grid"]
+    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
+    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
+    X, Y = np.meshgrid(x, y)
+    u = np.sin(np.pi * X) * np.sin(np.pi * Y) * (1 + {scale} * np.cos(7 * X))
+    {extra}
+    np.savez("solution.npz", u=u, x=x, y=y)
+    json.dump({{"wall_time_sec": 0.0, "status": "success"}}, open("meta.json", "w"))
+"""
+
+
+@pytest.mark.usefixtures("dolfinx_available")
+def test_calibration_mode_writes_good_baselines_and_rejects_bad_ones(tmp_path):
+    solvers = tmp_path / "oracle" / "dolfinx"
+    solvers.mkdir(parents=True)
+    cases = {"good": ("1e-3", ""), "too_rough": ("0.5", ""), "slowish": ("1e-3", "import time; time.sleep(0.3)")}
+    for name, (scale, extra) in cases.items():
+        (solvers / f"{name}.py").write_text(SOLVER.format(scale=scale, extra=extra))
+    write_jsonl(tmp_path / "cases.jsonl", [record_dict(new_id=name, nx=20, ny=20) for name in cases])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-calibrate", "--pde-library=dolfinx",
+         f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'oracle'}", "--pde-runs=2",
+         f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "1 failed, 2 passed" in done.stdout, done.stdout[-2000:]
+    assert "baseline rejected: tau_acc" in done.stdout
+    written = json.loads((tmp_path / "calibrations" / "dolfinx" / f"{machine_key()}.json").read_text())["cases"]
+    assert set(written) == {"good", "slowish"}
+    assert 1e-4 < written["good"]["e_base"] < 1e-2
+    assert len(written["slowish"]["timed_runs"]) == 2
+    assert written["slowish"]["t_base"] >= 0.3 > written["good"]["t_base"]
+
+
+@pytest.mark.usefixtures("dolfinx_available")
+def test_timeout_option_kills_a_slow_run_as_f_exec(tmp_path):
+    solvers = tmp_path / "s" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "solver.py").write_text("import time\n\ndef solve(case_spec):\n    time.sleep(30)\n")
+    data = record_dict(nx=20, ny=20)
+    data["evaluation_metadata"]["thresholds"] = {"dolfinx": {"e_base": 1e-4, "t_base": 5, "tau_acc": 1e-3,
+                                                             "tau_time": 15, "machine": machine_key()}}
+    write_jsonl(tmp_path / "cases.jsonl", [data])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "--pde-timeout=2",
+         f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 's'}",
+         f"--pde-calibrations={tmp_path / 'none'}", f"--pde-output={tmp_path / 'out'}", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "F-Exec: timed out after 2." in done.stdout, done.stdout[-2000:]
