@@ -20,6 +20,25 @@ from pytest_pdebench.calibration import case_fingerprint, machine_key
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE = REPO / "submissions" / "oracle"
+# shared by the toy numpy solvers of the tests: the grid of a case, u = sin(pi x) sin(pi y)
+NUMPY_PRELUDE = """
+import json, time
+import numpy as np
+
+def grid(case_spec):
+    g = case_spec["eval_grid"]
+    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
+    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
+    X, Y = np.meshgrid(x, y)
+    return x, y, np.sin(np.pi * X) * np.sin(np.pi * Y)
+
+def write(u, x, y, meta=True):
+    np.savez("solution.npz", u=u, x=x, y=y)
+    if meta:
+        json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"num_dofs": u.size}},
+                  open("meta.json", "w"))
+"""
+
 REQUIRE_RUNTIMES = os.environ.get("CI") == "true" or os.environ.get("PDEBENCH_REQUIRE_FEM") == "1"
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import record_dict, write_jsonl
+from conftest import NUMPY_PRELUDE, record_dict, write_jsonl
 from pytest_pdebench.calibration import (Alphas, CalibrationStore, ResolvedThresholds, case_fingerprint,
                                          check_baseline, machine_key)
 from pytest_pdebench.cases import CaseRecord
@@ -75,19 +75,11 @@ def test_machine_key_is_stable_and_overridable(monkeypatch):
     assert machine_key() == "lab-node-7"
 
 
-SOLVER = """
-import json
-import numpy as np
-
+SOLVER = NUMPY_PRELUDE + """
 def solve(case_spec):
-    g = case_spec["eval_grid"]
-    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
-    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
-    X, Y = np.meshgrid(x, y)
-    u = np.sin(np.pi * X) * np.sin(np.pi * Y) * (1 + {scale} * np.cos(7 * X))
-    {extra}
-    np.savez("solution.npz", u=u, x=x, y=y)
-    json.dump({{"wall_time_sec": 0.0, "status": "success"}}, open("meta.json", "w"))
+    x, y, u = grid(case_spec)
+    EXTRA
+    write(u * (1 + SCALE * np.cos(7 * x)), x, y)
 """
 
 
@@ -97,7 +89,7 @@ def test_calibration_mode_writes_good_baselines_and_rejects_bad_ones(tmp_path):
     solvers.mkdir(parents=True)
     cases = {"good": ("1e-3", ""), "too_rough": ("0.5", ""), "slowish": ("1e-3", "import time; time.sleep(0.3)")}
     for name, (scale, extra) in cases.items():
-        (solvers / f"{name}.py").write_text(SOLVER.format(scale=scale, extra=extra))
+        (solvers / f"{name}.py").write_text(SOLVER.replace("SCALE", scale).replace("EXTRA", extra))
     write_jsonl(tmp_path / "cases.jsonl", [record_dict(new_id=name, nx=20, ny=20) for name in cases])
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-calibrate", "--pde-library=dolfinx",

@@ -8,29 +8,13 @@ import textwrap
 
 import pytest
 
+from conftest import NUMPY_PRELUDE as PRELUDE
 from conftest import outcomes_from_report, record_dict, write_calibration, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("dolfinx_available")
 
 E_BASE, T_BASE = 1e-4, 0.5  # tau_acc = 1e-3, tau_time = 1.5 s
 
-PRELUDE = """
-import json, time
-import numpy as np
-
-def grid(case_spec):
-    g = case_spec["eval_grid"]
-    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
-    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
-    X, Y = np.meshgrid(x, y)
-    return x, y, np.sin(np.pi * X) * np.sin(np.pi * Y)
-
-def write(u, x, y, meta=True):
-    np.savez("solution.npz", u=u, x=x, y=y)
-    if meta:
-        json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"num_dofs": u.size}},
-                  open("meta.json", "w"))
-"""
 
 SOLVERS = {
     "exact": ("PASS", "x, y, u = grid(case_spec); write(u, x, y)"),
