@@ -330,16 +330,20 @@ def case_files(path: Path) -> list[Path]:
     raise FileNotFoundError(f"no case file or directory at {path}")
 
 
+def claim_id(seen: dict[str, str], record: CaseRecord, path: Path, line: int) -> None:
+    """Record where an id was first seen; a second sighting is an error naming both."""
+    if record.id in seen:
+        raise CaseFileError(path, line, f"duplicate case id {record.id!r} (first at {seen[record.id]})")
+    seen[record.id] = f"{path}:{line}"
+
+
 def load_cases(path: Path) -> list[tuple[Path, int, CaseRecord]]:
     """All records under a file or directory, rejecting duplicate ids."""
-    seen: dict[str, tuple[Path, int]] = {}
+    seen: dict[str, str] = {}
     records = []
     for file in case_files(path):
         for line, record in iter_case_file(file):
-            if record.id in seen:
-                first = seen[record.id]
-                raise CaseFileError(file, line, f"duplicate case id {record.id!r} (first at {first[0]}:{first[1]})")
-            seen[record.id] = (file, line)
+            claim_id(seen, record, file, line)
             records.append((file, line, record))
     return records
 

@@ -86,6 +86,12 @@ class Verdict:
     fingerprint: str = ""
     case_fingerprint: str = ""
 
+    @classmethod
+    def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> "Verdict":
+        return cls(case_id=record.id, library=library, family=record.family,
+                   math_type=list(record.pde_classification.math_type), domain=record.domain_type, source=source,
+                   **fields)
+
     @property
     def passed(self) -> bool:
         return self.outcome == "PASS"
@@ -166,11 +172,10 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
         if previous and previous.fingerprint == fingerprint:
             return previous
     runs = ItemRun(record, library, submission, item_dir, settings)
-    verdict = Verdict(
-        case_id=record.id, library=library, family=record.family,
-        math_type=list(record.pde_classification.math_type), domain=record.domain_type, source=source_label,
-        submission=submission.origin, runtime_version=runs.runtime.version, sandbox=runs.backend.name,
-        artifacts=str(item_dir), fingerprint=fingerprint, case_fingerprint=case_fingerprint(record),
+    verdict = Verdict.for_item(
+        record, library, source_label, submission=submission.origin, runtime_version=runs.runtime.version,
+        sandbox=runs.backend.name, artifacts=str(item_dir), fingerprint=fingerprint,
+        case_fingerprint=case_fingerprint(record),
     )
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base

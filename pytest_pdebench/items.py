@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .cases import CaseFileError, CaseRecord, iter_case_file
+from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file
 from .gates import GateFailure
 from .libraries import RuntimeMissing, detect_runtime
 
@@ -25,10 +25,7 @@ class CaseFile(pytest.File):
         seen = self.config.stash.setdefault(SEEN_IDS, {})
         try:
             for line, record in iter_case_file(self.path):
-                if record.id in seen:
-                    first = seen[record.id]
-                    raise CaseFileError(self.path, line, f"duplicate case id {record.id!r} (first at {first})")
-                seen[record.id] = f"{self.path}:{line}"
+                claim_id(seen, record, self.path, line)
                 for library in run.libraries:
                     if library in record.supported_libraries:
                         yield CaseItem.from_parent(self, name=f"{record.id}[{library}]", record=record,

@@ -93,8 +93,7 @@ class PdeRun:
         try:
             submission = self.source.submission_for(record, library, track.suffixes)
         except NoSubmission as exc:
-            return Verdict(record.id, library, record.family, list(record.pde_classification.math_type),
-                           record.domain_type, self.source.label, outcome="F-Exec", reason=str(exc))
+            return Verdict.for_item(record, library, self.source.label, outcome="F-Exec", reason=str(exc))
         thresholds = None
         if not self.settings.calibrate:
             thresholds = self.store.thresholds(record, library, self.settings.alphas)
