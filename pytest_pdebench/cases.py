@@ -22,7 +22,7 @@ FAMILIES = (
 )
 MATH_TYPES = ("elliptic", "parabolic", "hyperbolic", "mixed_type", "incompressible_flow", "reaction_diffusion")
 LIBRARIES = ("dolfinx", "firedrake", "dealii")
-TIME_DEPENDENT_FAMILIES = ("heat", "convection_diffusion", "reaction_diffusion", "navier_stokes", "burgers", "wave")
+TIME_DEPENDENT_FAMILIES = ("heat", "reaction_diffusion", "burgers", "wave")  # conv.-diff. and NS: either
 OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
 
 Family = Literal[FAMILIES]  # type: ignore[valid-type]
@@ -31,6 +31,8 @@ Library = Literal[LIBRARIES]  # type: ignore[valid-type]
 DomainType = Literal[DOMAIN_TYPES]  # type: ignore[valid-type]
 
 Expression = Union[str, float, int]
+# fields whose expressions may use the unknown u (u_t - eps*lap(u) + R(u) = f)
+UNKNOWN_ALLOWED = {"case_spec.pde.params.reaction"}
 ExpressionOrVector = Union[Expression, list[Expression]]
 
 
@@ -88,11 +90,20 @@ class Periodic(Strict):
     directions: list[Literal["x", "y", "z"]] = Field(min_length=1)
 
 
+Conditions = Union[BoundaryCondition, list[BoundaryCondition]]
+
+
 class BoundaryConditions(Strict):
-    dirichlet: Optional[BoundaryCondition] = None
-    neumann: Optional[BoundaryCondition] = None
-    robin: Optional[BoundaryCondition] = None
+    """Each kind is one condition or a list of them (different data on different tags)."""
+
+    dirichlet: Optional[Conditions] = None
+    neumann: Optional[Conditions] = None
+    robin: Optional[Conditions] = None
     periodic: Optional[Periodic] = None
+
+    def conditions(self, kind: str) -> list[BoundaryCondition]:
+        value = getattr(self, kind)
+        return [] if value is None else value if isinstance(value, list) else [value]
 
 
 class InitialCondition(Strict):
@@ -119,14 +130,20 @@ class EvalGridSpec(Strict):
 
 
 class Output(Strict):
+    """What the solver returns: ``scalar`` (array ``u``), a derived scalar named by
+    ``field`` (e.g. ``velocity_magnitude``: array of that name), or the component
+    arrays listed in ``components`` (e.g. ``["u_x", "u_y", "p"]``)."""
+
     format: Literal["npz"] = "npz"
-    field: str = "scalar"
+    field: str = Field(default="scalar", pattern=r"^[a-z][a-z0-9_]*$")
     components: Optional[list[str]] = None
 
     @property
     def arrays(self) -> list[str]:
         """Names of the solution arrays the solver must write."""
-        return list(self.components) if self.components else ["u"]
+        if self.components:
+            return list(self.components)
+        return ["u"] if self.field == "scalar" else [self.field]
 
 
 class CaseSpec(Strict):
@@ -194,7 +211,7 @@ class CaseRecord(Strict):
         family = self.pde_classification.equation_family
         if spec.pde.type != family:
             raise ValueError(f"case_spec.pde.type {spec.pde.type!r} differs from equation_family {family!r}")
-        if family in TIME_DEPENDENT_FAMILIES and family != "convection_diffusion" and spec.pde.time is None:
+        if family in TIME_DEPENDENT_FAMILIES and spec.pde.time is None:
             raise ValueError(f"a {family} case needs case_spec.pde.time")
         if spec.pde.time is not None and spec.ic is None:
             raise ValueError("a time-dependent case needs case_spec.ic")
@@ -206,8 +223,7 @@ class CaseRecord(Strict):
         if grid_dim != geometry.dim:
             raise ValueError(f"a {geometry.dim}-D domain needs a {geometry.dim}-D eval_grid")
         for kind in ("dirichlet", "neumann", "robin"):
-            condition = getattr(spec.bc, kind)
-            unknown = [tag for tag in (condition.tags if condition else []) if tag not in geometry.tags]
+            unknown = [tag for c in spec.bc.conditions(kind) for tag in c.tags if tag not in geometry.tags]
             if unknown:
                 raise ValueError(f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}")
         if spec.bc.periodic is not None and spec.domain.type != "periodic_square":
@@ -219,7 +235,7 @@ class CaseRecord(Strict):
             raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
         for where, value in self.expressions():
             try:
-                expressions.parse_expression(value)
+                expressions.parse_expression(value, allow=("u",) if where in UNKNOWN_ALLOWED else ())
             except expressions.ExpressionError as exc:
                 raise ValueError(f"{where}: {exc}") from None
         return self
@@ -242,11 +258,10 @@ class CaseRecord(Strict):
         if spec.pde.forcing:
             yield from walk("case_spec.pde.forcing.value", spec.pde.forcing.value)
         for kind in ("dirichlet", "neumann", "robin"):
-            condition = getattr(spec.bc, kind)
-            if condition:
-                yield from walk(f"case_spec.bc.{kind}.value", condition.value)
+            for i, condition in enumerate(spec.bc.conditions(kind)):
+                yield from walk(f"case_spec.bc.{kind}[{i}].value", condition.value)
                 if condition.alpha is not None:
-                    yield from walk(f"case_spec.bc.{kind}.alpha", condition.alpha)
+                    yield from walk(f"case_spec.bc.{kind}[{i}].alpha", condition.alpha)
         if spec.ic:
             yield from walk("case_spec.ic.value", spec.ic.value)
             if spec.ic.velocity is not None:

@@ -5,6 +5,8 @@
     pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
                                             (with --update-cases) the records' thresholds
     pdebench table REPORT.json              outcome table of a pytest JSON report
+    pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
+                                            run time, never committed) to this layout
 """
 
 from __future__ import annotations
@@ -97,6 +99,29 @@ def _table(args) -> int:
     return 0
 
 
+def _import_upstream(args) -> int:
+    from collections import Counter
+
+    from .build.upstream import import_file
+    from .cases import write_case_file
+
+    source = Path(args.source)
+    if not source.is_file():
+        print(f"no upstream file at {source}: pass its path (benchmark_v2.jsonl of PDEAgent-Bench)", file=sys.stderr)
+        return 2
+    records, problems = import_file(source)
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_case_file(output, records)
+    rejected = output.with_name(output.stem + ".rejected.json")
+    rejected.write_text(json.dumps([{"line": line, "id": case_id, "reason": reason}
+                                    for line, case_id, reason in problems], indent=1) + "\n")
+    print(f"imported {len(records)} records to {output}; {len(problems)} rejected (reasons in {rejected})")
+    for family, count in sorted(Counter(r.family for r in records).items()):
+        print(f"  {family:22s} {count}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -124,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("report")
     table.add_argument("--format", default="github", help="tabulate format (github, latex, simple, ...)")
     table.set_defaults(func=_table)
+
+    upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
+    upstream.add_argument("source", nargs="?", default="../shared/upstream/benchmark_v2.jsonl")
+    upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
+                          help="where to write (keep it out of git: derived from CC BY data)")
+    upstream.set_defaults(func=_import_upstream)
 
     args = parser.parse_args(argv)
     return args.func(args)

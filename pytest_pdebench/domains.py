@@ -16,7 +16,8 @@ periodic_square    bounds [0,1,0,1]: a rectangle whose opposite sides are identi
                    by ``bc.periodic``. Tags as unit_square.
 l_shape            vertices [(0,0),(1,0),(1,.5),(.5,.5),(.5,1),(0,1)]: a simple polygon
                    listed counter-clockwise. Tag boundary.
-square_with_hole   outer [0,1,0,1], hole {center [.5,.5], radius .2}. Tags x_min..y_max, hole.
+square_with_hole   outer [0,1,0,1], hole {center [.5,.5], radius .2}, or a polygonal hole
+                   {vertices [[x,y], ...]} (counter-clockwise). Tags x_min..y_max, hole.
 multi_hole         outer [0,1,0,1], holes [{center, radius}, ...] (disjoint, inside outer).
                    Tags x_min..y_max, holes.
 circle             center [.5,.5], radius .5. Tag boundary.
@@ -206,6 +207,24 @@ def _gear(kind: str, params: dict) -> Geometry:
     return _polygon_geometry(kind, gear_vertices(center, teeth, base, height), extra)
 
 
+def _polygon_hole(kind: str, outer, vertices, params: dict) -> Geometry:
+    vertices = np.asarray(vertices, dtype=float)
+    _polygon_geometry(kind, vertices, {})  # same checks as a polygonal domain
+    if not (_in_box(vertices, outer, 0.0).all() and vertices[:, 0].min() > outer[0] and vertices[:, 0].max() < outer[1]
+            and vertices[:, 1].min() > outer[2] and vertices[:, 1].max() < outer[3]):
+        raise DomainError(f"{kind}: the polygonal hole is not strictly inside {outer}")
+
+    def contains(p, tol):
+        inside = _in_box(p, outer, tol)
+        candidates = np.flatnonzero(inside)
+        strictly_in_hole = _in_polygon(p[candidates], vertices, 0.0) & (
+            _distance_to_segments(p[candidates], vertices) > tol)
+        inside[candidates[strictly_in_hole]] = False
+        return inside
+
+    return Geometry(kind, 2, outer, RECT_TAGS_2D + ("hole", "boundary"), contains, params)
+
+
 def _with_holes(kind: str, outer, holes: list, tags: tuple[str, ...], params: dict) -> Geometry:
     for center, radius in holes:
         inner_box = (center[0] - radius, center[0] + radius, center[1] - radius, center[1] + radius)
@@ -227,6 +246,9 @@ def _with_holes(kind: str, outer, holes: list, tags: tuple[str, ...], params: di
 
 def _square_with_hole(kind: str, params: dict) -> Geometry:
     outer = _rect_param(params.get("outer"), (0, 1, 0, 1))
+    if "vertices" in (params.get("hole") or {}):
+        vertices = params["hole"]["vertices"]
+        return _polygon_hole(kind, outer, vertices, {"outer": outer, "hole": {"vertices": vertices}})
     center, radius = _circle_param(params.get("hole"), (0.5, 0.5), 0.2)
     tags = RECT_TAGS_2D + ("hole", "boundary")
     return _with_holes(kind, outer, [(center, radius)], tags, {"outer": outer, "hole": {"center": center, "radius": radius}})

@@ -201,6 +201,7 @@ def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Se
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
     valid = valid_mask(spec, grid)
+    reference = reference_fields(record, grid, case_dir)  # before any run: a missing reference stops here
 
     # gate 1: execution and output format
     result, workdir = runs.run()
@@ -216,7 +217,6 @@ def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Se
         shutil.copy2(workdir / name, runs.item_dir / name)
 
     # gate 2: accuracy against the reference
-    reference = reference_fields(record, grid, case_dir)
     verdict.reference_norm = float(np.linalg.norm(reference[valid]))
     verdict.error = metrics.relative_l2_error(solution, reference, valid)
     for key, value in metrics.diagnostics(solution, reference, valid).items():

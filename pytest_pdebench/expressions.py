@@ -19,6 +19,9 @@ import sympy as sp
 
 x, y, z, t = sp.symbols("x y z t", real=True)
 COORDINATES = {"x": x, "y": y, "z": z, "t": t}
+# the unknown itself, allowed only where a record asks for a function of it (reaction terms)
+u = sp.Symbol("u", real=True)
+UNKNOWNS = {"u": u}
 
 CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
 
@@ -53,9 +56,9 @@ class ExpressionError(ValueError):
     """An expression in a case record that is not a valid, safe math expression."""
 
 
-def _convert(node: ast.AST, source: str) -> sp.Expr:
+def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr:
     if isinstance(node, ast.Expression):
-        return _convert(node.body, source)
+        return _convert(node.body, source, allow)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         # floats stay floats: 0.5 must not become the rational 1/2 silently, but
         # the value is exact either way for evaluation in float64
@@ -65,11 +68,14 @@ def _convert(node: ast.AST, source: str) -> sp.Expr:
             return COORDINATES[node.id]
         if node.id in CONSTANTS:
             return CONSTANTS[node.id]
-        raise ExpressionError(f"unknown name {node.id!r} in {source!r} (allowed: x, y, z, t, pi, e)")
+        if node.id in allow:
+            return UNKNOWNS[node.id]
+        names = ", ".join(["x", "y", "z", "t", "pi", "e", *allow])
+        raise ExpressionError(f"unknown name {node.id!r} in {source!r} (allowed: {names})")
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_convert(node.left, source), _convert(node.right, source))
+        return _BINARY[type(node.op)](_convert(node.left, source, allow), _convert(node.right, source, allow))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _convert(node.operand, source)
+        operand = _convert(node.operand, source, allow)
         return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         function = FUNCTIONS.get(node.func.id)
@@ -77,13 +83,16 @@ def _convert(node: ast.AST, source: str) -> sp.Expr:
             raise ExpressionError(
                 f"unknown function {node.func.id!r} in {source!r} (allowed: {', '.join(sorted(FUNCTIONS))})"
             )
-        return function(*(_convert(arg, source) for arg in node.args))
+        return function(*(_convert(arg, source, allow) for arg in node.args))
     raise ExpressionError(f"unsupported syntax {type(node).__name__} in {source!r}")
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_expression(source: ExpressionLike) -> sp.Expr:
-    """Turn a record's expression (string or number) into a sympy expression."""
+def parse_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> sp.Expr:
+    """Turn a record's expression (string or number) into a sympy expression.
+
+    ``allow`` names extra symbols (only ``"u"``, the unknown) a field may use.
+    """
     if isinstance(source, bool):
         raise ExpressionError(f"a boolean is not an expression: {source!r}")
     if isinstance(source, (int, float)):
@@ -97,7 +106,7 @@ def parse_expression(source: ExpressionLike) -> sp.Expr:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse {source!r}: {exc.msg}") from None
-    return _convert(tree, source)
+    return _convert(tree, source, allow)
 
 
 def expression_to_string(expr: sp.Expr) -> str:

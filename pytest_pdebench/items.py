@@ -9,6 +9,7 @@ import pytest
 from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file
 from .gates import GateFailure
 from .libraries import RuntimeMissing, detect_runtime
+from .reference import ReferenceError
 
 PDE_RUN = pytest.StashKey["object"]()
 SEEN_IDS = pytest.StashKey[dict]()
@@ -63,7 +64,7 @@ class CaseItem(pytest.Item):
             raise GateFailure(verdict.outcome, verdict.reason)
 
     def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, (GateFailure, CalibrationRejected)):
+        if isinstance(excinfo.value, (GateFailure, CalibrationRejected, ReferenceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 

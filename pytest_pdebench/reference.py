@@ -25,17 +25,32 @@ def final_time(record: CaseRecord) -> float:
     return time.t_end if time else 0.0
 
 
+COMPONENT_SUFFIXES = {"x": 0, "y": 1, "z": 2}
+
+
+def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) -> np.ndarray:
+    """One output array from the manufactured solution: an entry of that name, a
+    component ``<v>_x`` of a vector entry ``<v>``, or a ``*_magnitude``/``*_mag``
+    (the Euclidean norm of the vector entry ``u``)."""
+    exact = record.evaluation_metadata.manufactured_solution or {}
+    if name in exact and not isinstance(exact[name], list):
+        return expressions.evaluate(exact[name], points, when)
+    base, _, suffix = name.rpartition("_")
+    if base in exact and isinstance(exact[base], list) and suffix in COMPONENT_SUFFIXES:
+        return expressions.evaluate(exact[base][COMPONENT_SUFFIXES[suffix]], points, when)
+    if (name.endswith("_magnitude") or name.endswith("_mag")) and isinstance(exact.get("u"), list):
+        return np.linalg.norm(expressions.evaluate_vector(exact["u"], points, when), axis=1)
+    raise ReferenceError(f"case {record.id}: the manufactured solution gives no output array {name!r} "
+                         f"(it has {sorted(exact)})")
+
+
 def reference_fields(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray:
     """Reference components stacked on the last axis: shape grid.shape + (c,)."""
     names = record.case_spec.output.arrays
     meta = record.evaluation_metadata
     if meta.construction_method == "manufactured_solution":
-        exact = meta.manufactured_solution or {}
-        missing = [name for name in names if name not in exact]
-        if missing:
-            raise ReferenceError(f"case {record.id}: manufactured_solution has no entry for output arrays {missing}")
         points, when = grid.points(), final_time(record)
-        columns = [expressions.evaluate(exact[name], points, when).reshape(grid.shape) for name in names]
+        columns = [exact_array(record, name, points, when).reshape(grid.shape) for name in names]
         return np.stack(columns, axis=-1)
     if not meta.reference_path:
         raise ReferenceError(f"case {record.id}: no reference_path for its numerical reference")

@@ -92,44 +92,115 @@ def _gmsh_mesh(kind, params, h, degree):
     from dolfinx.io import gmsh as gmshio
 
     gmsh.initialize(["-noenv"])
-    gmsh.option.setNumber("General.Terminal", 0)
-    gmsh.model.add(kind)
-    occ = gmsh.model.occ
-    if kind == "l_shape":
-        vertices = params.get("vertices", [[0, 0], [1, 0], [1, 0.5], [0.5, 0.5], [0.5, 1], [0, 1]])
-        points = [occ.addPoint(vx, vy, 0) for vx, vy in vertices]
-        lines = [occ.addLine(points[i], points[(i + 1) % len(points)]) for i in range(len(points))]
-        surface = occ.addPlaneSurface([occ.addCurveLoop(lines)])
-    elif kind == "circle":
-        cx, cy = params.get("center", (0.5, 0.5))
-        surface = occ.addDisk(cx, cy, 0, params.get("radius", 0.5), params.get("radius", 0.5))
-    elif kind == "annulus":
-        cx, cy = params.get("center", (0.5, 0.5))
-        r_out, r_in = params.get("outer_radius", 0.5), params.get("inner_radius", 0.25)
-        outer = occ.addDisk(cx, cy, 0, r_out, r_out)
-        inner = occ.addDisk(cx, cy, 0, r_in, r_in)
-        surface = occ.cut([(2, outer)], [(2, inner)])[0][0][1]
-    elif kind == "square_with_hole":
-        x0, x1, y0, y1 = params.get("outer", (0, 1, 0, 1))
-        hole = params.get("hole", {"center": (0.5, 0.5), "radius": 0.2})
-        box = occ.addRectangle(x0, y0, 0, x1 - x0, y1 - y0)
-        disk = occ.addDisk(hole["center"][0], hole["center"][1], 0, hole["radius"], hole["radius"])
-        surface = occ.cut([(2, box)], [(2, disk)])[0][0][1]
-    else:
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.add(kind)
+        surface = _occ_surface(gmsh.model.occ, kind, params)
+        gmsh.model.occ.synchronize()
+        gmsh.model.addPhysicalGroup(2, [surface], 1)
+        gmsh.option.setNumber("Mesh.CharacteristicLengthMin", h)
+        gmsh.option.setNumber("Mesh.CharacteristicLengthMax", h)
+        gmsh.option.setNumber("Mesh.ElementOrder", degree)
+        gmsh.model.mesh.generate(2)
+        return gmshio.model_to_mesh(gmsh.model, MPI.COMM_WORLD, 0, gdim=2).mesh
+    finally:
         gmsh.finalize()
-        raise NotImplementedError(f"the oracle has no mesher for domain {kind!r} yet")
-    occ.synchronize()
-    gmsh.model.addPhysicalGroup(2, [surface], 1)
-    gmsh.option.setNumber("Mesh.CharacteristicLengthMin", h)
-    gmsh.option.setNumber("Mesh.CharacteristicLengthMax", h)
-    gmsh.option.setNumber("Mesh.ElementOrder", degree)
-    gmsh.model.mesh.generate(2)
-    data = gmshio.model_to_mesh(gmsh.model, MPI.COMM_WORLD, 0, gdim=2)
-    gmsh.finalize()
-    return data.mesh
+
+
+def _polygon(occ, vertices):
+    points = [occ.addPoint(vx, vy, 0) for vx, vy in vertices]
+    lines = [occ.addLine(points[i], points[(i + 1) % len(points)]) for i in range(len(points))]
+    return occ.addPlaneSurface([occ.addCurveLoop(lines)])
+
+
+def _disk(occ, spec):
+    (cx, cy), r = spec["center"], spec["radius"]
+    return occ.addDisk(cx, cy, 0, r, r)
+
+
+def _rectangle(occ, box):
+    x0, x1, y0, y1 = box
+    return occ.addRectangle(x0, y0, 0, x1 - x0, y1 - y0)
+
+
+def _single(result):
+    surfaces = [tag for dim, tag in result[0] if dim == 2]
+    if len(surfaces) != 1:
+        raise ValueError(f"expected one connected surface, got {len(surfaces)}")
+    return surfaces[0]
+
+
+def _star_vertices(center, points, inner, outer):
+    angles = math.pi / 2 + np.arange(2 * points) * math.pi / points
+    radii = np.where(np.arange(2 * points) % 2 == 0, outer, inner)
+    return np.column_stack([center[0] + radii * np.cos(angles), center[1] + radii * np.sin(angles)])
+
+
+def _gear_vertices(center, teeth, base, height):
+    pitch, tip, vertices = 2 * math.pi / teeth, base + height, []
+    for k in range(teeth):
+        for radius, angle in ((base, k * pitch), (tip, k * pitch), (tip, (k + 0.5) * pitch), (base, (k + 0.5) * pitch)):
+            vertices.append((center[0] + radius * math.cos(angle), center[1] + radius * math.sin(angle)))
+    return vertices
+
+
+def _occ_surface(occ, kind, p):
+    """The domain as one OCC surface, from the template's geometry_params."""
+    if kind == "l_shape":
+        return _polygon(occ, p.get("vertices", [[0, 0], [1, 0], [1, 0.5], [0.5, 0.5], [0.5, 1], [0, 1]]))
+    if kind == "circle":
+        return _disk(occ, {"center": p.get("center", (0.5, 0.5)), "radius": p.get("radius", 0.5)})
+    if kind == "annulus":
+        center = p.get("center", (0.5, 0.5))
+        outer = _disk(occ, {"center": center, "radius": p.get("outer_radius", 0.5)})
+        inner = _disk(occ, {"center": center, "radius": p.get("inner_radius", 0.25)})
+        return _single(occ.cut([(2, outer)], [(2, inner)]))
+    if kind == "eccentric_annulus":
+        outer = _disk(occ, p.get("outer", {"center": (0.5, 0.5), "radius": 0.5}))
+        inner = _disk(occ, p.get("inner", {"center": (0.65, 0.5), "radius": 0.2}))
+        return _single(occ.cut([(2, outer)], [(2, inner)]))
+    if kind in ("square_with_hole", "multi_hole"):
+        box = _rectangle(occ, p.get("outer", (0, 1, 0, 1)))
+        if kind == "square_with_hole":
+            hole = p.get("hole", {"center": (0.5, 0.5), "radius": 0.2})
+            holes = [_polygon(occ, hole["vertices"]) if "vertices" in hole else _disk(occ, hole)]
+        else:
+            holes = [_disk(occ, hole) for hole in p["holes"]]
+        return _single(occ.cut([(2, box)], [(2, h) for h in holes]))
+    if kind == "sector":
+        (cx, cy), r = p.get("center", (0, 0)), p.get("radius", 1.0)
+        theta = math.radians(p.get("angle_deg", 90.0))
+        disk = occ.addDisk(cx, cy, 0, r, r)
+        # a wedge polygon reaching past the arc, intersected with the disk
+        steps = max(2, int(math.ceil(theta / (math.pi / 8))))
+        far = [(cx + 2 * r * math.cos(a), cy + 2 * r * math.sin(a)) for a in np.linspace(0, theta, steps + 1)]
+        wedge = _polygon(occ, [(cx, cy)] + far)
+        return _single(occ.intersect([(2, disk)], [(2, wedge)]))
+    if kind == "star":
+        return _polygon(occ, _star_vertices(p.get("center", (0, 0)), p.get("points", 5), p.get("inner_radius", 0.3),
+                                            p.get("outer_radius", 0.7)))
+    if kind == "gear":
+        return _polygon(occ, _gear_vertices(p.get("center", (0, 0)), p.get("teeth", 8), p.get("base_radius", 0.5),
+                                            p.get("tooth_height", 0.2)))
+    if kind == "t_junction":
+        bar = _rectangle(occ, p.get("bar", (0, 1, 0.8, 1.0)))
+        stem = _rectangle(occ, p.get("stem", (0.4, 0.6, 0, 0.8)))
+        return _single(occ.fuse([(2, bar)], [(2, stem)]))
+    if kind == "dumbbell":
+        left = _disk(occ, p.get("left", {"center": (0.25, 0.5), "radius": 0.25}))
+        right = _disk(occ, p.get("right", {"center": (0.75, 0.5), "radius": 0.25}))
+        bridge = _rectangle(occ, p.get("bridge", (0.25, 0.75, 0.4, 0.6)))
+        return _single(occ.fuse([(2, left)], [(2, right), (2, bridge)]))
+    raise NotImplementedError(f"the oracle has no mesher for domain {kind!r}")
 
 
 # ---- boundary tags ----
+
+def conditions(bc, kind):
+    """The case's conditions of one kind as a list (a record may give one or several)."""
+    value = bc.get(kind)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
 
 def boundary_facets(domain, domain_spec, tags):
     """Exterior facet indices carrying any of ``tags`` (see the case's domain template)."""
@@ -152,6 +223,53 @@ def boundary_facets(domain, domain_spec, tags):
         else:
             raise NotImplementedError(f"the oracle cannot locate boundary tag {tag!r} yet")
     return np.unique(np.concatenate(selected)).astype(np.int32)
+
+
+def unsupported(bc):
+    """Refuse, loudly, boundary conditions this oracle does not implement (rather than
+    silently solving another problem)."""
+    if "periodic" in bc:
+        raise NotImplementedError("the DOLFINx oracle has no periodic boundary conditions (needs dolfinx_mpc)")
+    if "robin" in bc:
+        raise NotImplementedError("the DOLFINx oracle has no Robin conditions yet")
+
+
+def dirichlet_conditions(V, domain_spec, bc, t=None):
+    """(DirichletBC list, refresh()) for every Dirichlet condition; refresh()
+    re-interpolates time-dependent data after ``t`` changes."""
+    msh = V.mesh
+    bcs, pairs = [], []
+    for condition in conditions(bc, "dirichlet"):
+        facets = boundary_facets(msh, domain_spec, condition["on"])
+        value = fem.Function(V)
+        expression = fem.Expression(to_ufl(condition["value"], msh, t), V.element.interpolation_points)
+        value.interpolate(expression)
+        pairs.append((value, expression))
+        bcs.append(fem.dirichletbc(value, fem.locate_dofs_topological(V, msh.topology.dim - 1, facets)))
+
+    def refresh():
+        for value, expression in pairs:
+            value.interpolate(expression)
+
+    return bcs, refresh
+
+
+def neumann_term(v, domain_spec, bc, t=None):
+    """Sum of g v ds over the Neumann conditions (g = kappa du/dn), or 0."""
+    msh = v.ufl_function_space().mesh
+    term = 0
+    items = conditions(bc, "neumann")
+    if not items:
+        return term
+    facet_lists = [boundary_facets(msh, domain_spec, c["on"]) for c in items]
+    entities = np.concatenate(facet_lists).astype(np.int32)
+    markers = np.concatenate([np.full(len(f), i + 1, dtype=np.int32) for i, f in enumerate(facet_lists)])
+    order = np.argsort(entities)
+    tags = mesh.meshtags(msh, msh.topology.dim - 1, entities[order], markers[order])
+    ds = ufl.Measure("ds", domain=msh, subdomain_data=tags)
+    for i, condition in enumerate(items):
+        term = term + to_ufl(condition["value"], msh, t) * v * ds(i + 1)
+    return term
 
 
 # ---- sampling on the evaluation grid ----

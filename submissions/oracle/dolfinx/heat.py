@@ -1,4 +1,5 @@
-"""DOLFINx oracle for the heat equation: u_t - div(kappa grad u) = f, Dirichlet data.
+"""DOLFINx oracle for the heat equation: u_t - div(kappa grad u) = f, Dirichlet and
+Neumann data.
 
 P2 Lagrange, h = L/40, Crank-Nicolson with about 20 steps (dt <= 0.005). The
 matrix is assembled and factorized once (MUMPS); time enters the forms as a
@@ -13,8 +14,8 @@ from dolfinx import fem
 from dolfinx.fem.petsc import apply_lifting, assemble_matrix, assemble_vector, create_vector, set_bc
 from petsc4py import PETSc
 
-from _oracle_common import (boundary_facets, build_mesh, direct_solver_options, domain_size, linear_solver,
-                            sample_on_grid, to_ufl, write_outputs)
+from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_options, domain_size, linear_solver,
+                            neumann_term, sample_on_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
 
@@ -22,6 +23,7 @@ DEGREE = 2
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
+    unsupported(bc)
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     h = domain_size(domain_spec) / (10 if dim == 3 else 40)
     t0, t_end = pde["time"].get("t0", 0.0), pde["time"]["t_end"]
@@ -40,16 +42,14 @@ def solve(case_spec):
     u_old = fem.Function(V)
     u_old.interpolate(fem.Expression(to_ufl(case_spec["ic"]["value"], msh), V.element.interpolation_points))
     u_new = fem.Function(V)
-    g = fem.Function(V)
-    g_expr = fem.Expression(to_ufl(bc["dirichlet"]["value"], msh, t_new), V.element.interpolation_points)
-    facets = boundary_facets(msh, domain_spec, bc["dirichlet"]["on"])
-    dirichlet = fem.dirichletbc(g, fem.locate_dofs_topological(V, msh.topology.dim - 1, facets))
+    dirichlet, refresh_dirichlet = dirichlet_conditions(V, domain_spec, bc, t_new)
 
     half = 0.5 * dt
     a = fem.form(u * v * ufl.dx + half * kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx)
     L = fem.form(u_old * v * ufl.dx - half * kappa * ufl.inner(ufl.grad(u_old), ufl.grad(v)) * ufl.dx
-                 + half * (f_new + f_old) * v * ufl.dx)
-    A = assemble_matrix(a, bcs=[dirichlet])
+                 + half * (f_new + f_old) * v * ufl.dx
+                 + half * (neumann_term(v, domain_spec, bc, t_new) + neumann_term(v, domain_spec, bc, t_old)))
+    A = assemble_matrix(a, bcs=dirichlet)
     A.assemble()
     ksp = linear_solver(A, "heat_", direct_solver_options())
     b = create_vector(V)
@@ -58,13 +58,13 @@ def solve(case_spec):
     for step in range(1, steps + 1):
         t_old.value = t0 + (step - 1) * dt
         t_new.value = t0 + step * dt
-        g.interpolate(g_expr)
+        refresh_dirichlet()
         with b.localForm() as local:
             local.set(0.0)
         assemble_vector(b, L)
-        apply_lifting(b, [a], [[dirichlet]])
+        apply_lifting(b, [a], [dirichlet])
         b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
-        set_bc(b, [dirichlet])
+        set_bc(b, dirichlet)
         ksp.solve(b, u_new.x.petsc_vec)
         reason = min(reason, ksp.getConvergedReason())
         u_new.x.scatter_forward()

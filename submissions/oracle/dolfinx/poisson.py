@@ -5,13 +5,12 @@ P2 Lagrange on a mesh of size h = L/48 (2-D) or L/12 (3-D), direct LU (MUMPS).
 
 import time
 
-import numpy as np
 import ufl
-from dolfinx import fem, mesh
+from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (boundary_facets, build_mesh, direct_solver_options, domain_size, sample_on_grid,
-                            to_ufl, write_outputs)
+from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_options, domain_size, neumann_term,
+                            sample_on_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
 
@@ -19,6 +18,7 @@ DEGREE = 2
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
+    unsupported(bc)
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     h = domain_size(domain_spec) / (12 if dim == 3 else 48)
     msh = build_mesh(domain_spec, h)
@@ -27,19 +27,8 @@ def solve(case_spec):
     kappa = to_ufl(pde.get("params", {}).get("kappa", 1.0), msh)
     f = to_ufl(pde["forcing"]["value"], msh)
     a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
-    L = f * v * ufl.dx
-
-    if "neumann" in bc:
-        facets = boundary_facets(msh, domain_spec, bc["neumann"]["on"])
-        tags = mesh.meshtags(msh, msh.topology.dim - 1, facets, np.full(len(facets), 1, dtype=np.int32))
-        ds = ufl.Measure("ds", domain=msh, subdomain_data=tags)
-        L += to_ufl(bc["neumann"]["value"], msh) * v * ds(1)
-    bcs = []
-    if "dirichlet" in bc:
-        facets = boundary_facets(msh, domain_spec, bc["dirichlet"]["on"])
-        u_d = fem.Function(V)
-        u_d.interpolate(fem.Expression(to_ufl(bc["dirichlet"]["value"], msh), V.element.interpolation_points))
-        bcs.append(fem.dirichletbc(u_d, fem.locate_dofs_topological(V, msh.topology.dim - 1, facets)))
+    L = f * v * ufl.dx + neumann_term(v, domain_spec, bc)
+    bcs, _ = dirichlet_conditions(V, domain_spec, bc)
 
     problem = LinearProblem(a, L, bcs=bcs, petsc_options=direct_solver_options(), petsc_options_prefix="oracle_")
     uh = problem.solve()
