@@ -322,8 +322,9 @@ def _record_id(data: Any) -> str:
     return repr(data.get("id")) if isinstance(data, dict) and "id" in data else "(no id)"
 
 
-def iter_case_file(path: Path) -> Iterator[tuple[int, CaseRecord]]:
-    """Yield (line number, record) for each non-blank line of a JSONL file."""
+def iter_case_lines(path: Path) -> Iterator[tuple[int, str | None, CaseRecord | CaseFileError]]:
+    """Yield (line number, id if readable, record or the error) for each non-blank line,
+    without stopping at a bad one (validation reports each record on its own)."""
     path = Path(path)
     with path.open(encoding="utf-8") as handle:
         for line_no, text in enumerate(handle, start=1):
@@ -332,8 +333,21 @@ def iter_case_file(path: Path) -> Iterator[tuple[int, CaseRecord]]:
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise CaseFileError(path, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
-            yield line_no, parse_record(data, path, line_no)
+                yield line_no, None, CaseFileError(path, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})")
+                continue
+            case_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+            try:
+                yield line_no, case_id, parse_record(data, path, line_no)
+            except CaseFileError as exc:
+                yield line_no, case_id, exc
+
+
+def iter_case_file(path: Path) -> Iterator[tuple[int, CaseRecord]]:
+    """Yield (line number, record) for each non-blank line; the first bad line raises."""
+    for line_no, _, item in iter_case_lines(path):
+        if isinstance(item, CaseFileError):
+            raise item
+        yield line_no, item
 
 
 def case_files(path: Path) -> list[Path]:

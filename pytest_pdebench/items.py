@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file
+from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
 from .gates import GateFailure
 from .libraries import RuntimeMissing, detect_runtime
 from .reference import ReferenceError
@@ -24,6 +24,9 @@ class CaseFile(pytest.File):
     def collect(self):
         run = self.config.stash[PDE_RUN]
         seen = self.config.stash.setdefault(SEEN_IDS, {})
+        if run.validate:
+            yield from self._validation_items(seen)
+            return
         try:
             for line, record in iter_case_file(self.path):
                 claim_id(seen, record, self.path, line)
@@ -33,6 +36,69 @@ class CaseFile(pytest.File):
                                                    library=library, line=line)
         except CaseFileError as exc:
             raise self.CollectError(str(exc)) from None
+
+
+    def _validation_items(self, seen: dict):
+        """One item per line: a broken record fails on its own, named by id (or line)."""
+        for line, case_id, item in iter_case_lines(self.path):
+            name = f"{case_id or f'line{line}'}[validate]"
+            if isinstance(item, CaseRecord):
+                try:
+                    claim_id(seen, item, self.path, line)
+                except CaseFileError as exc:
+                    item, name = exc, f"{case_id}[validate:line{line}]"
+            yield ValidateItem.from_parent(self, name=name, outcome=item, line=line)
+
+
+class ValidationFailure(Exception):
+    pass
+
+
+class ValidateItem(pytest.Item):
+    """``--pde-validate``: the static checks, then a trial calibration run per library."""
+
+    def __init__(self, *, outcome, line: int, **kwargs):
+        super().__init__(**kwargs)
+        self.outcome, self.line = outcome, line
+
+    def runtest(self):
+        from .validation import static_problems
+
+        if isinstance(self.outcome, CaseFileError):
+            raise ValidationFailure(f"record at {self.outcome}")
+        record = self.outcome
+        problems = static_problems(record, self.path.parent)
+        if problems:
+            raise ValidationFailure(f"record {record.id}: " + "; ".join(problems))
+        run = self.config.stash[PDE_RUN]
+        if run.static_only:
+            return
+        tried = []
+        for library in (lib for lib in run.libraries if lib in record.supported_libraries):
+            try:
+                detect_runtime(library)
+            except RuntimeMissing:
+                continue
+            verdict = run.evaluate(record, library, self.path.parent)
+            tried.append(library)
+            self.user_properties.append(("pde_trial", verdict.to_dict()))
+            if not verdict.passed:
+                raise ValidationFailure(f"record {record.id}: trial run on {library}: {verdict.outcome}: "
+                                        f"{verdict.reason}")
+            if verdict.calibration_problem:
+                raise ValidationFailure(f"record {record.id}: trial run on {library}: thresholds: "
+                                        f"{verdict.calibration_problem}")
+        if not tried:
+            pytest.skip(f"record {record.id}: static checks pass; no runtime here for a trial run "
+                        f"({', '.join(record.supported_libraries)})")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (ValidationFailure, ReferenceError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, self.name
 
 
 class CaseItem(pytest.Item):

@@ -34,6 +34,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-calibrate", action="store_true", help="measure baselines (default source: the oracle) "
                     "and write calibrations/<library>/<machine>.json")
     group.addoption("--pde-calibrations", metavar="DIR", help="calibration directory (default: calibrations/)")
+    group.addoption("--pde-validate", metavar="PATH", help="gate new cases: one test per record in PATH, static "
+                    "checks then a trial calibration run of the oracle (default source: the bundled oracle)")
+    group.addoption("--pde-validate-static", action="store_true", help="with --pde-validate: static checks only")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[items.PDE_RUN] = run
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(run.cases_path)]  # a source option alone means: the cases
-    backend_problem = _sandbox_problem(run)
+    backend_problem = None if run.static_only else _sandbox_problem(run)
     if backend_problem:
         raise pytest.UsageError(backend_problem)
     if run.settings.sandbox == "none":
@@ -103,7 +106,7 @@ class _Recorder:
         json_report["pde"] = self.run.session_metadata()
 
     def pytest_sessionfinish(self, session):
-        if self.run.settings.calibrate:
+        if self.run.mode == "calibration":
             self.calibrations = self.run.write_calibration()
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):

@@ -53,19 +53,22 @@ class PdeRun:
     source: DirectorySource
     settings: Settings
     store: CalibrationStore
+    validate: bool = False
+    static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "PdeRun | None":
         """None unless a source option asks for benchmark items."""
         opt = config.option
+        validate = opt.pde_validate is not None
         submissions = opt.pde_submissions
-        if submissions is None and opt.pde_calibrate:
+        if submissions is None and (opt.pde_calibrate or validate):
             submissions = str(_bundled(config.rootpath, DEFAULT_ORACLE))
         if submissions is None:
             return None
         rootdir = config.rootpath
-        cases_path = Path(opt.pde_cases) if opt.pde_cases else _bundled(rootdir, "cases")
+        cases_path = Path(opt.pde_validate or opt.pde_cases or _bundled(rootdir, "cases"))
         if not cases_path.exists():
             raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
         try:
@@ -75,16 +78,16 @@ class PdeRun:
         if opt.pde_runs < 1:
             raise pytest.UsageError("--pde-runs must be at least 1")
         label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
-        mode = "calibration" if opt.pde_calibrate else "runs"
+        mode = "validation" if validate else "calibration" if opt.pde_calibrate else "runs"
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
         settings = Settings(
             output_dir=output.resolve(), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
-            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate, resume=opt.pde_resume,
+            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
             alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min),
         )
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
         return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,
-                   CalibrationStore(calibrations))
+                   CalibrationStore(calibrations), validate=validate, static_only=opt.pde_validate_static)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
         from .libraries import get_track
@@ -127,4 +130,8 @@ class PdeRun:
         return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
-                "sandbox": self.settings.sandbox, "mode": "calibration" if self.settings.calibrate else "evaluation"}
+                "sandbox": self.settings.sandbox, "mode": self.mode}
+
+    @property
+    def mode(self) -> str:
+        return "validation" if self.validate else "calibration" if self.settings.calibrate else "evaluation"

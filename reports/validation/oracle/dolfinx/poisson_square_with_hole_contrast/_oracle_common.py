@@ -1,0 +1,349 @@
+"""Shared pieces of the DOLFINx oracle: meshes, expressions, boundary tags,
+sampling on the evaluation grid and the output files.
+
+Everything here works from the agent view (case_spec) alone, like any submission.
+"""
+
+import ast
+import json
+import math
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import dolfinx
+import dolfinx.fem.petsc
+import ufl
+from dolfinx import fem, geometry, mesh
+
+# ---- expressions: case strings -> UFL, parsed without eval ----
+
+_UFL_FUNCTIONS = {
+    "sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln, "sqrt": ufl.sqrt,
+    "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh, "atan": ufl.atan, "asin": ufl.asin, "acos": ufl.acos,
+    "abs": abs, "Abs": abs, "atan2": ufl.atan2,
+}
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+def to_ufl(expression, domain, t=None):
+    """A case expression (string or number) as a UFL expression on ``domain``.
+
+    ``t`` is a dolfinx Constant for time-dependent data, so forms compile once.
+    """
+    if isinstance(expression, (int, float)):
+        return fem.Constant(domain, dolfinx.default_scalar_type(expression))
+    x = ufl.SpatialCoordinate(domain)
+    names = {"x": x[0], "y": x[1], "pi": math.pi, "e": math.e}
+    if domain.geometry.dim == 3:
+        names["z"] = x[2]
+    if t is not None:
+        names["t"] = t
+
+    def convert(node):
+        if isinstance(node, ast.Expression):
+            return convert(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return names[node.id]
+        if isinstance(node, ast.BinOp):
+            return _OPS[type(node.op)](convert(node.left), convert(node.right))
+        if isinstance(node, ast.UnaryOp):
+            value = convert(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call):
+            return _UFL_FUNCTIONS[node.func.id](*(convert(a) for a in node.args))
+        raise ValueError(f"unsupported expression {expression!r}")
+
+    value = convert(ast.parse(str(expression).replace("^", "**"), mode="eval"))
+    if isinstance(value, float):
+        return fem.Constant(domain, dolfinx.default_scalar_type(value))
+    return value
+
+
+# ---- meshes ----
+
+def domain_size(domain_spec):
+    bounds = np.asarray(domain_spec.get("bounds", [[0, 1], [0, 1]]), dtype=float)
+    return float(np.max(bounds[:, 1] - bounds[:, 0]))
+
+
+def build_mesh(domain_spec, h, degree=1):
+    """A mesh of the case's domain with cell size about h (gmsh for curved shapes)."""
+    kind = domain_spec["type"]
+    params = domain_spec.get("geometry_params", {})
+    comm = MPI.COMM_WORLD
+    if kind in ("unit_square", "periodic_square"):
+        x0, x1, y0, y1 = params.get("bounds", (0, 1, 0, 1))
+        n = max(2, round(max(x1 - x0, y1 - y0) / h))
+        return mesh.create_rectangle(comm, [[x0, y0], [x1, y1]], [n, n], mesh.CellType.triangle,
+                                     diagonal=mesh.DiagonalType.crossed if degree == 1 else mesh.DiagonalType.right)
+    if kind == "unit_cube":
+        n = max(2, round(1 / h))
+        return mesh.create_unit_cube(comm, n, n, n, mesh.CellType.tetrahedron)
+    return _gmsh_mesh(kind, params, h, degree)
+
+
+def _gmsh_mesh(kind, params, h, degree):
+    import gmsh
+    from dolfinx.io import gmsh as gmshio
+
+    gmsh.initialize(["-noenv"])
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.add(kind)
+        surface = _occ_surface(gmsh.model.occ, kind, params)
+        gmsh.model.occ.synchronize()
+        gmsh.model.addPhysicalGroup(2, [surface], 1)
+        gmsh.option.setNumber("Mesh.CharacteristicLengthMin", h)
+        gmsh.option.setNumber("Mesh.CharacteristicLengthMax", h)
+        gmsh.option.setNumber("Mesh.ElementOrder", degree)
+        gmsh.model.mesh.generate(2)
+        return gmshio.model_to_mesh(gmsh.model, MPI.COMM_WORLD, 0, gdim=2).mesh
+    finally:
+        gmsh.finalize()
+
+
+def _polygon(occ, vertices):
+    points = [occ.addPoint(vx, vy, 0) for vx, vy in vertices]
+    lines = [occ.addLine(points[i], points[(i + 1) % len(points)]) for i in range(len(points))]
+    return occ.addPlaneSurface([occ.addCurveLoop(lines)])
+
+
+def _disk(occ, spec):
+    (cx, cy), r = spec["center"], spec["radius"]
+    return occ.addDisk(cx, cy, 0, r, r)
+
+
+def _rectangle(occ, box):
+    x0, x1, y0, y1 = box
+    return occ.addRectangle(x0, y0, 0, x1 - x0, y1 - y0)
+
+
+def _single(result):
+    surfaces = [tag for dim, tag in result[0] if dim == 2]
+    if len(surfaces) != 1:
+        raise ValueError(f"expected one connected surface, got {len(surfaces)}")
+    return surfaces[0]
+
+
+def _star_vertices(center, points, inner, outer):
+    angles = math.pi / 2 + np.arange(2 * points) * math.pi / points
+    radii = np.where(np.arange(2 * points) % 2 == 0, outer, inner)
+    return np.column_stack([center[0] + radii * np.cos(angles), center[1] + radii * np.sin(angles)])
+
+
+def _gear_vertices(center, teeth, base, height):
+    pitch, tip, vertices = 2 * math.pi / teeth, base + height, []
+    for k in range(teeth):
+        for radius, angle in ((base, k * pitch), (tip, k * pitch), (tip, (k + 0.5) * pitch), (base, (k + 0.5) * pitch)):
+            vertices.append((center[0] + radius * math.cos(angle), center[1] + radius * math.sin(angle)))
+    return vertices
+
+
+def _occ_surface(occ, kind, p):
+    """The domain as one OCC surface, from the template's geometry_params."""
+    if kind == "l_shape":
+        return _polygon(occ, p.get("vertices", [[0, 0], [1, 0], [1, 0.5], [0.5, 0.5], [0.5, 1], [0, 1]]))
+    if kind == "circle":
+        return _disk(occ, {"center": p.get("center", (0.5, 0.5)), "radius": p.get("radius", 0.5)})
+    if kind == "annulus":
+        center = p.get("center", (0.5, 0.5))
+        outer = _disk(occ, {"center": center, "radius": p.get("outer_radius", 0.5)})
+        inner = _disk(occ, {"center": center, "radius": p.get("inner_radius", 0.25)})
+        return _single(occ.cut([(2, outer)], [(2, inner)]))
+    if kind == "eccentric_annulus":
+        outer = _disk(occ, p.get("outer", {"center": (0.5, 0.5), "radius": 0.5}))
+        inner = _disk(occ, p.get("inner", {"center": (0.65, 0.5), "radius": 0.2}))
+        return _single(occ.cut([(2, outer)], [(2, inner)]))
+    if kind in ("square_with_hole", "multi_hole"):
+        box = _rectangle(occ, p.get("outer", (0, 1, 0, 1)))
+        if kind == "square_with_hole":
+            hole = p.get("hole", {"center": (0.5, 0.5), "radius": 0.2})
+            holes = [_polygon(occ, hole["vertices"]) if "vertices" in hole else _disk(occ, hole)]
+        else:
+            holes = [_disk(occ, hole) for hole in p["holes"]]
+        return _single(occ.cut([(2, box)], [(2, h) for h in holes]))
+    if kind == "sector":
+        (cx, cy), r = p.get("center", (0, 0)), p.get("radius", 1.0)
+        theta = math.radians(p.get("angle_deg", 90.0))
+        disk = occ.addDisk(cx, cy, 0, r, r)
+        # a wedge polygon reaching past the arc, intersected with the disk
+        steps = max(2, int(math.ceil(theta / (math.pi / 8))))
+        far = [(cx + 2 * r * math.cos(a), cy + 2 * r * math.sin(a)) for a in np.linspace(0, theta, steps + 1)]
+        wedge = _polygon(occ, [(cx, cy)] + far)
+        return _single(occ.intersect([(2, disk)], [(2, wedge)]))
+    if kind == "star":
+        return _polygon(occ, _star_vertices(p.get("center", (0, 0)), p.get("points", 5), p.get("inner_radius", 0.3),
+                                            p.get("outer_radius", 0.7)))
+    if kind == "gear":
+        return _polygon(occ, _gear_vertices(p.get("center", (0, 0)), p.get("teeth", 8), p.get("base_radius", 0.5),
+                                            p.get("tooth_height", 0.2)))
+    if kind == "t_junction":
+        bar = _rectangle(occ, p.get("bar", (0, 1, 0.8, 1.0)))
+        stem = _rectangle(occ, p.get("stem", (0.4, 0.6, 0, 0.8)))
+        return _single(occ.fuse([(2, bar)], [(2, stem)]))
+    if kind == "dumbbell":
+        left = _disk(occ, p.get("left", {"center": (0.25, 0.5), "radius": 0.25}))
+        right = _disk(occ, p.get("right", {"center": (0.75, 0.5), "radius": 0.25}))
+        bridge = _rectangle(occ, p.get("bridge", (0.25, 0.75, 0.4, 0.6)))
+        return _single(occ.fuse([(2, left)], [(2, right), (2, bridge)]))
+    raise NotImplementedError(f"the oracle has no mesher for domain {kind!r}")
+
+
+# ---- boundary tags ----
+
+def conditions(bc, kind):
+    """The case's conditions of one kind as a list (a record may give one or several)."""
+    value = bc.get(kind)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def boundary_facets(domain, domain_spec, tags):
+    """Exterior facet indices carrying any of ``tags`` (see the case's domain template)."""
+    tdim = domain.topology.dim
+    domain.topology.create_connectivity(tdim - 1, tdim)
+    if isinstance(tags, str):
+        tags = [tags]
+    if "boundary" in tags:
+        return mesh.exterior_facet_indices(domain.topology)
+    params = domain_spec.get("geometry_params", {})
+    lo_hi = params.get("bounds") or params.get("outer") or (0, 1, 0, 1, 0, 1)
+    axis = {"x": 0, "y": 1, "z": 2}
+    selected = []
+    for tag in tags:
+        if tag[:1] in axis and tag[1:] in ("_min", "_max"):
+            a = axis[tag[0]]
+            value = lo_hi[2 * a + (tag.endswith("_max"))]
+            selected.append(mesh.locate_entities_boundary(domain, tdim - 1,
+                                                          lambda p, a=a, v=value: np.isclose(p[a], v)))
+        else:
+            raise NotImplementedError(f"the oracle cannot locate boundary tag {tag!r} yet")
+    return np.unique(np.concatenate(selected)).astype(np.int32)
+
+
+def unsupported(bc):
+    """Refuse, loudly, boundary conditions this oracle does not implement (rather than
+    silently solving another problem)."""
+    if "periodic" in bc:
+        raise NotImplementedError("the DOLFINx oracle has no periodic boundary conditions (needs dolfinx_mpc)")
+    if "robin" in bc:
+        raise NotImplementedError("the DOLFINx oracle has no Robin conditions yet")
+
+
+def dirichlet_conditions(V, domain_spec, bc, t=None):
+    """(DirichletBC list, refresh()) for every Dirichlet condition; refresh()
+    re-interpolates time-dependent data after ``t`` changes."""
+    msh = V.mesh
+    bcs, pairs = [], []
+    for condition in conditions(bc, "dirichlet"):
+        facets = boundary_facets(msh, domain_spec, condition["on"])
+        value = fem.Function(V)
+        expression = fem.Expression(to_ufl(condition["value"], msh, t), V.element.interpolation_points)
+        value.interpolate(expression)
+        pairs.append((value, expression))
+        bcs.append(fem.dirichletbc(value, fem.locate_dofs_topological(V, msh.topology.dim - 1, facets)))
+
+    def refresh():
+        for value, expression in pairs:
+            value.interpolate(expression)
+
+    return bcs, refresh
+
+
+def neumann_term(v, domain_spec, bc, t=None):
+    """Sum of g v ds over the Neumann conditions (g = kappa du/dn), or 0."""
+    msh = v.ufl_function_space().mesh
+    term = 0
+    items = conditions(bc, "neumann")
+    if not items:
+        return term
+    facet_lists = [boundary_facets(msh, domain_spec, c["on"]) for c in items]
+    entities = np.concatenate(facet_lists).astype(np.int32)
+    markers = np.concatenate([np.full(len(f), i + 1, dtype=np.int32) for i, f in enumerate(facet_lists)])
+    order = np.argsort(entities)
+    tags = mesh.meshtags(msh, msh.topology.dim - 1, entities[order], markers[order])
+    ds = ufl.Measure("ds", domain=msh, subdomain_data=tags)
+    for i, condition in enumerate(items):
+        term = term + to_ufl(condition["value"], msh, t) * v * ds(i + 1)
+    return term
+
+
+# ---- sampling on the evaluation grid ----
+
+def grid_axes(eval_grid):
+    bbox = eval_grid["bbox"]
+    counts = [eval_grid["nx"], eval_grid["ny"]] + ([eval_grid["nz"]] if "nz" in eval_grid else [])
+    return [np.linspace(bbox[2 * i], bbox[2 * i + 1], n) for i, n in enumerate(counts)]
+
+
+def sample_on_grid(u, eval_grid, h):
+    """Values of u at the grid points: points just outside the discrete domain (a
+    polygon inscribed in a curved boundary) take the nearest cell's polynomial;
+    points farther away than one cell are NaN (outside the domain)."""
+    axes = grid_axes(eval_grid)
+    shape = tuple(len(a) for a in reversed(axes))
+    mesh_grid = np.meshgrid(*reversed(axes), indexing="ij")
+    points = np.zeros((mesh_grid[0].size, 3))
+    for i, coordinate in enumerate(reversed(mesh_grid)):
+        points[:, i] = coordinate.ravel()
+    domain = u.function_space.mesh
+    tdim = domain.topology.dim
+    tree = geometry.bb_tree(domain, tdim)
+    candidates = geometry.compute_collisions_points(tree, points)
+    colliding = geometry.compute_colliding_cells(domain, candidates, points)
+    cells = np.full(len(points), -1, dtype=np.int32)
+    for i in range(len(points)):
+        links = colliding.links(i)
+        if len(links):
+            cells[i] = links[0]
+    missing = np.flatnonzero(cells < 0)
+    if len(missing):
+        domain.topology.create_entities(tdim)
+        midpoint_tree = geometry.create_midpoint_tree(domain, tdim, np.arange(
+            domain.topology.index_map(tdim).size_local, dtype=np.int32))
+        nearest = geometry.compute_closest_entity(tree, midpoint_tree, domain, points[missing])
+        for k, index in enumerate(missing):
+            cell = nearest[k]
+            vertices = domain.geometry.x[domain.geometry.dofmap[cell]]
+            gap = np.linalg.norm(vertices - points[index], axis=1).min()
+            if gap <= 1.5 * h:
+                cells[index] = cell
+    values = np.full(len(points), np.nan)
+    found = cells >= 0
+    if found.any():
+        values[found] = u.eval(points[found], cells[found]).reshape(-1)
+    return axes, values.reshape(shape)
+
+
+# ---- outputs ----
+
+def write_outputs(u_grid, axes, started, solver_info):
+    arrays = {"u": u_grid, "x": axes[0], "y": axes[1]}
+    if len(axes) == 3:
+        arrays["z"] = axes[2]
+    np.savez("solution.npz", **arrays)
+    with open("meta.json", "w") as handle:
+        json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
+                   "solver_info": solver_info}, handle)
+
+
+def linear_solver(A, prefix, options):
+    """A PETSc KSP on A with the given options; returns the KSP."""
+    from petsc4py import PETSc
+
+    ksp = PETSc.KSP().create(A.getComm())
+    ksp.setOperators(A)
+    ksp.setOptionsPrefix(prefix)
+    opts = PETSc.Options()
+    for key, value in options.items():
+        opts[f"{prefix}{key}"] = value
+    ksp.setFromOptions()
+    return ksp
+
+
+def direct_solver_options():
+    return {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}

@@ -1,0 +1,70 @@
+"""`--pde-validate`: one test per record, each failure naming the record and the check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import record_dict
+
+
+def broken(change, new_id):
+    data = record_dict(new_id=new_id)
+    change(data)
+    return data
+
+
+RECORDS = [
+    record_dict(new_id="good_case"),
+    broken(lambda d: d["pde_classification"].update(math_type=["hyperbolic"]), "wrong_math_type"),
+    broken(lambda d: d["case_spec"]["pde"]["forcing"].update(value="2*pi**2*sin(pi*x)*sin(pi*y) + 1"),
+           "inconsistent_forcing"),
+    broken(lambda d: d["case_spec"]["eval_grid"].update(bbox=[2, 3, 2, 3]), "grid_outside"),
+    broken(lambda d: d["case_spec"]["bc"].pop("dirichlet"), "no_boundary_data"),
+    broken(lambda d: d["case_spec"]["eval_grid"].update(ny=1), "bad_schema"),
+]
+
+EXPECTED = {
+    "wrong_math_type[validate]": "record wrong_math_type: math type: math_type ['hyperbolic'] does not fit poisson",
+    "inconsistent_forcing[validate]": "manufactured solution: the manufactured solution does not satisfy the PDE",
+    "grid_outside[validate]": "evaluation grid: only 0 grid points (0%) lie inside the domain",
+    "no_boundary_data[validate]": "boundary data: no Dirichlet, Robin or periodic condition",
+    "bad_schema[validate]": "new_cases.jsonl:6: record 'bad_schema' does not match cases/schema.json",
+    "line8[validate]": "new_cases.jsonl:8: malformed JSON",
+    "good_case[validate:line7]": "new_cases.jsonl:7: duplicate case id 'good_case'",
+}
+
+
+@pytest.fixture
+def cases_file(pytester):
+    path = pytester.path / "new_cases.jsonl"
+    lines = [json.dumps(r) for r in RECORDS] + [json.dumps(record_dict(new_id="good_case")), "{oops"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_static_checks_name_record_and_check(pytester, cases_file):
+    report = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={cases_file}", "--pde-validate-static",
+                                "--json-report", f"--json-report-file={report}")
+    result.assert_outcomes(passed=1, failed=7)
+    tests = json.loads(report.read_text())["tests"]
+    failures = {t["nodeid"].split("::")[-1]: t["call"]["longrepr"] for t in tests if t["outcome"] == "failed"}
+    assert set(failures) == set(EXPECTED)
+    for name, fragment in EXPECTED.items():
+        assert fragment in failures[name], (name, failures[name])
+
+
+@pytest.mark.usefixtures("dolfinx_available")
+def test_trial_run_calibrates_the_oracle(pytester):
+    good = pytester.path / "good.jsonl"
+    helmholtz = record_dict(new_id="helmholtz_without_oracle")
+    helmholtz["pde_classification"]["equation_family"] = helmholtz["case_spec"]["pde"]["type"] = "helmholtz"
+    helmholtz["case_spec"]["pde"]["params"] = {"k": 0.0}
+    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(helmholtz) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={good}", "--pde-library=dolfinx",
+                                f"--pde-output={pytester.path / 'out'}", "-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*record helmholtz_without_oracle: trial run on dolfinx: F-Exec: no solver*"])
+    assert not (pytester.path / "calibrations").exists(), "validation must not write calibrations"
