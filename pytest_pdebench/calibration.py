@@ -21,7 +21,7 @@ import math
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .cases import CaseRecord, Thresholds
@@ -158,5 +158,5 @@ def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info
 
 def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alphas: Alphas) -> Thresholds:
     resolved = ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *alphas.resolve(record), source="")
-    data = {k: v for k, v in asdict(resolved).items() if k != "source"}
-    return Thresholds(**data, machine=machine, calibrated_at=entry.get("calibrated_at"))
+    return Thresholds(e_base=resolved.e_base, t_base=resolved.t_base, tau_acc=resolved.tau_acc,
+                      tau_time=resolved.tau_time, machine=machine, calibrated_at=entry.get("calibrated_at"))

@@ -62,7 +62,7 @@ def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         # floats stay floats: 0.5 must not become the rational 1/2 silently, but
         # the value is exact either way for evaluation in float64
-        return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value, 17)
+        return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(repr(node.value))
     if isinstance(node, ast.Name):
         if node.id in COORDINATES:
             return COORDINATES[node.id]
@@ -87,7 +87,7 @@ def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr
     raise ExpressionError(f"unsupported syntax {type(node).__name__} in {source!r}")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the cache entry of 1
 def parse_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> sp.Expr:
     """Turn a record's expression (string or number) into a sympy expression.
 
@@ -96,7 +96,7 @@ def parse_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> sp.
     if isinstance(source, bool):
         raise ExpressionError(f"a boolean is not an expression: {source!r}")
     if isinstance(source, (int, float)):
-        return sp.Float(source, 17) if isinstance(source, float) else sp.Integer(source)
+        return sp.Float(repr(source)) if isinstance(source, float) else sp.Integer(source)
     if not isinstance(source, str):
         raise ExpressionError(f"expected an expression string or a number, got {type(source).__name__}")
     if len(source) > MAX_EXPRESSION_LENGTH:
@@ -114,7 +114,7 @@ def expression_to_string(expr: sp.Expr) -> str:
     return sp.sstr(expr, full_prec=False)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024, typed=True)
 def _numpy_function(source: ExpressionLike):
     expr = parse_expression(source)
     return sp.lambdify((x, y, z, t), expr, modules="numpy")

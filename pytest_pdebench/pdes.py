@@ -53,6 +53,11 @@ def div(v: list[sp.Expr]) -> sp.Expr:
     return sum(sp.diff(vi, c) for vi, c in zip(v, COORDS))
 
 
+def exact(expr: sp.Expr) -> sp.Expr:
+    """Decimals as the rationals they denote (0.2 -> 1/5), so derived data is exact."""
+    return sp.nsimplify(expr, rational=True)
+
+
 def _param(params: dict, name: str, default=None):
     if name not in params:
         if default is None:
@@ -60,8 +65,8 @@ def _param(params: dict, name: str, default=None):
         return sp.sympify(default)
     value = params[name]
     if isinstance(value, list):
-        return [parse_expression(v) for v in value]
-    return parse_expression(value, allow=("u",) if name == "reaction" else ())
+        return [exact(parse_expression(v)) for v in value]
+    return exact(parse_expression(value, allow=("u",) if name == "reaction" else ()))
 
 
 def lame(params: dict) -> tuple[sp.Expr, sp.Expr]:
@@ -135,7 +140,8 @@ def _sides(record) -> tuple[list[sp.Expr], list[sp.Expr], int]:
 def residuals(record) -> list[sp.Expr]:
     """Strong-form residuals of a manufactured case (all zero when consistent)."""
     lhs, rhs, _ = _sides(record)
-    return [sp.simplify(a - b) for a, b in zip(lhs, rhs)]
+    # decimals in the data become exact rationals, so rounding cannot hide or fake a zero
+    return [sp.simplify(exact(a - b)) for a, b in zip(lhs, rhs)]
 
 
 def max_residual(record, samples: int = 7) -> float:

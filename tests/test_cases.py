@@ -4,7 +4,7 @@ import json
 import pytest
 
 from conftest import REPO, record_dict, write_jsonl
-from pytest_pdebench.build import mms
+from pytest_pdebench import pdes
 from pytest_pdebench.build.starter import starter_records
 from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
 from pytest_pdebench.schema import schema_errors, schema_text
@@ -109,7 +109,7 @@ def test_starter_suite_composition():
 
 @pytest.mark.parametrize("record", [r for _, _, r in load_cases(CASES_DIR)], ids=lambda r: r.id)
 def test_manufactured_solution_satisfies_the_stored_pde(record):
-    assert mms.pde_residual(record) == 0
+    assert pdes.residuals(record) == [0]
 
 
 @pytest.mark.parametrize("record", [r for _, _, r in load_cases(CASES_DIR)], ids=lambda r: r.id)

@@ -74,7 +74,7 @@ def test_reaction_terms(reaction, expected):
 @pytest.mark.usefixtures("dolfinx_available")
 def test_imported_records_run_through_the_plugin(imported, tmp_path):
     records, _ = imported
-    chosen = [r for r in records if r.id in ("poisson_star_5pt_sinsin", "heat_gaussian_bump_manufactured", "helmholtz_basic_k5")]
+    chosen = [r for r in records if r.id in ("poisson_star_5pt_sinsin", "heat_gaussian_bump_manufactured", "biharmonic_basic_sin")]
     assert len(chosen) == 3
     write_case_file(tmp_path / "upstream.jsonl", chosen)
     report = tmp_path / "report.json"
@@ -88,8 +88,8 @@ def test_imported_records_run_through_the_plugin(imported, tmp_path):
     assert outcomes["poisson_star_5pt_sinsin"]["outcome"] == "PASS", done.stdout[-2000:]
     assert outcomes["heat_gaussian_bump_manufactured"]["outcome"] == "PASS", done.stdout[-2000:]
     assert outcomes["poisson_star_5pt_sinsin"]["e_base"] < 1e-3
-    # no Helmholtz oracle yet: reported as an execution failure, not hidden
-    assert outcomes["helmholtz_basic_k5"]["outcome"] == "F-Exec"
-    assert "no solver" in outcomes["helmholtz_basic_k5"]["reason"]
+    # no biharmonic oracle yet: reported as an execution failure, not hidden
+    assert outcomes["biharmonic_basic_sin"]["outcome"] == "F-Exec"
+    assert "no solver" in outcomes["biharmonic_basic_sin"]["reason"]
     assert json.loads((tmp_path / "out" / "dolfinx" / "poisson_star_5pt_sinsin" / "case_spec.json").read_text())[
         "target_library"] == "dolfinx"

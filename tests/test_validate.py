@@ -59,12 +59,13 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
 @pytest.mark.usefixtures("dolfinx_available")
 def test_trial_run_calibrates_the_oracle(pytester):
     good = pytester.path / "good.jsonl"
-    helmholtz = record_dict(new_id="helmholtz_without_oracle")
-    helmholtz["pde_classification"]["equation_family"] = helmholtz["case_spec"]["pde"]["type"] = "helmholtz"
-    helmholtz["case_spec"]["pde"]["params"] = {"k": 0.0}
-    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(helmholtz) + "\n")
+    plate = record_dict(new_id="biharmonic_without_oracle")  # lap(lap(u)) = f for u = sin(pi x) sin(pi y)
+    plate["pde_classification"]["equation_family"] = plate["case_spec"]["pde"]["type"] = "biharmonic"
+    plate["case_spec"]["pde"]["params"] = {}
+    plate["case_spec"]["pde"]["forcing"]["value"] = "4*pi**4*sin(pi*x)*sin(pi*y)"
+    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(plate) + "\n")
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={good}", "--pde-library=dolfinx",
                                 f"--pde-output={pytester.path / 'out'}", "-rf")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*record helmholtz_without_oracle: trial run on dolfinx: F-Exec: no solver*"])
+    result.stdout.fnmatch_lines(["*record biharmonic_without_oracle: trial run on dolfinx: F-Exec: no solver*"])
     assert not (pytester.path / "calibrations").exists(), "validation must not write calibrations"

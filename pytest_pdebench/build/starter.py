@@ -1,5 +1,5 @@
-"""The starter suite: Poisson and Heat with manufactured solutions on five 2-D
-domains and the unit cube. Written to ``cases/starter.jsonl`` by
+"""The starter suite: manufactured-solution cases of the families the DOLFINx oracle
+covers, on five 2-D domains and the unit cube. Written to ``cases/starter.jsonl`` by
 ``pdebench build-starter``; the data below is the whole design, sympy derives the rest.
 """
 
@@ -29,11 +29,21 @@ class Design:
     family: str
     domain: str
     u: str  # exact solution (evaluator-only)
-    kappa: str = "1"
+    kappa: str = "1"  # Poisson and Heat
+    params: tuple[tuple[str, object], ...] = ()  # other families' parameters
     neumann: tuple[str, ...] = ()
     t_end: float | None = None
     structure: tuple[str, ...] = ()
     difficulty: str = "easy"
+
+    def pde_params(self) -> dict:
+        return {"kappa": self.kappa} if self.family in ("poisson", "heat") else dict(self.params)
+
+    def math_type(self) -> list[str]:
+        if self.family == "convection_diffusion":
+            return ["parabolic" if self.t_end else "elliptic"]
+        return [{"poisson": "elliptic", "heat": "parabolic", "helmholtz": "elliptic",
+                 "reaction_diffusion": "reaction_diffusion"}[self.family]]
 
 
 DESIGNS = [
@@ -76,6 +86,35 @@ DESIGNS = [
            structure=("multiply_connected",), difficulty="medium"),
     Design("heat_square_with_hole", "heat", "square_with_hole", "(1 + t**2)*cos(pi*x)*sin(pi*y)", t_end=0.1,
            structure=("multiply_connected",)),
+    Design("helmholtz_k5", "helmholtz", "unit_square", "sin(pi*x)*sin(2*pi*y)", params=(("k", 5.0),)),
+    Design("helmholtz_plane_wave_circle", "helmholtz", "circle", "sin(6*x + 8*y)", params=(("k", 10.0),),
+           structure=("curved_boundary", "zero_source", "wavenumber"), difficulty="medium"),
+    Design("helmholtz_l_shape_k3", "helmholtz", "l_shape", "exp(x)*sin(2*y)", params=(("k", 3.0),),
+           structure=("nonconvex",)),
+    Design("helmholtz_annulus_k8", "helmholtz", "annulus", "cos(4*pi*x)*sin(2*pi*y)", params=(("k", 8.0),),
+           structure=("multiply_connected", "wavenumber"), difficulty="hard"),
+    Design("convdiff_moderate_pe", "convection_diffusion", "unit_square", "sin(pi*x)*sin(pi*y)",
+           params=(("epsilon", 0.05), ("beta", [1.0, 0.5]))),
+    Design("convdiff_high_pe_supg", "convection_diffusion", "unit_square", "x*y*(1 - x)*(1 - y)*exp(x)",
+           params=(("epsilon", 0.002), ("beta", [1.0, 1.0])), structure=("convection_dominated",),
+           difficulty="hard"),
+    Design("convdiff_l_shape", "convection_diffusion", "l_shape", "sin(2*pi*x)*y",
+           params=(("epsilon", 0.01), ("beta", [2.0, -1.0])), structure=("nonconvex", "convection_dominated"),
+           difficulty="medium"),
+    Design("convdiff_transient_annulus", "convection_diffusion", "annulus", "exp(-t)*cos(pi*x)*sin(pi*y)",
+           params=(("epsilon", 0.02), ("beta", [-1.0, 0.5])), t_end=0.2, structure=("multiply_connected",),
+           difficulty="medium"),
+    Design("rd_linear", "reaction_diffusion", "unit_square", "exp(-t)*sin(pi*x)*sin(pi*y)",
+           params=(("epsilon", 0.1), ("reaction", "2*u")), t_end=0.2, structure=("linear_reaction",)),
+    Design("rd_allen_cahn_l_shape", "reaction_diffusion", "l_shape", "0.3*exp(-t)*sin(pi*x)*sin(pi*y)",
+           params=(("epsilon", 0.05), ("reaction", "2*(u**3 - u)")), t_end=0.1,
+           structure=("nonconvex", "nonlinear_reaction"), difficulty="medium"),
+    Design("rd_logistic_circle", "reaction_diffusion", "circle", "exp(-t)*(0.2 + 0.1*sin(pi*x)*sin(pi*y))",
+           params=(("epsilon", 0.05), ("reaction", "3*u*(1 - u)")), t_end=0.2,
+           structure=("curved_boundary", "nonlinear_reaction"), difficulty="medium"),
+    Design("rd_cubic_square_with_hole", "reaction_diffusion", "square_with_hole",
+           "0.2*exp(-t)*sin(2*pi*x)*sin(pi*y)", params=(("epsilon", 0.08), ("reaction", "u + 5*u**3")), t_end=0.1,
+           structure=("multiply_connected", "nonlinear_reaction")),
 ]
 
 
@@ -92,39 +131,37 @@ def build_record(design: Design) -> CaseRecord:
     else:
         nx, ny = GRID_2D.get(design.domain, DEFAULT_GRID_2D)
         eval_grid = {"type": "cartesian", "nx": nx, "ny": ny, "bbox": bbox}
-    pde: dict = {"type": design.family, "params": {"kappa": design.kappa}}
-    bc: dict = {}
-    ic = None
-    if design.family == "heat":
-        data = mms.heat_data(design.u, design.kappa, dim, t0=0.0)
+    pde_params = design.pde_params()
+    transient = design.t_end is not None
+    pde: dict = {"type": design.family, "params": pde_params}
+    if transient:
         pde["time"] = {"t0": 0.0, "t_end": design.t_end}
-        ic = {"value": data["initial"]}
-        math_type = ["parabolic"]
-    else:
-        data = mms.poisson_data(design.u, design.kappa, dim, design.neumann)
-        math_type = ["elliptic"]
-    pde["forcing"] = {"type": "expression", "value": data["forcing"]}
+    pde["forcing"] = {"type": "expression",
+                      "value": mms.derive(design.family, pde_params, {"u": design.u}, dim, transient)}
+    exact = mms.text(mms.parse_expression(design.u))
+    bc: dict = {}
     if design.neumann:
         dirichlet_tags = [tag for tag in geometry.tags if tag not in design.neumann and tag != "boundary"]
-        bc["dirichlet"] = {"on": dirichlet_tags, "value": data["dirichlet"]}
-        bc["neumann"] = {"on": list(design.neumann), "value": data["neumann"]}
+        bc["dirichlet"] = {"on": dirichlet_tags, "value": exact}
+        bc["neumann"] = {"on": list(design.neumann),
+                         "value": mms.neumann_flux(design.family, pde_params, design.u, dim, design.neumann)}
     else:
-        bc["dirichlet"] = {"on": "boundary", "value": data["dirichlet"]}
+        bc["dirichlet"] = {"on": "boundary", "value": exact}
     domain = {"type": design.domain, "bounds": [bbox[2 * i:2 * i + 2] for i in range(dim)]}
     if params:
         domain["geometry_params"] = params
-    case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": {"format": "npz",
-                                                                                            "field": "scalar"}}
-    if ic:
-        case_spec["ic"] = ic
+    case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid,
+                 "output": {"format": "npz", "field": "scalar"}}
+    if transient:
+        case_spec["ic"] = {"value": mms.initial_value(design.u, 0.0)}
     return CaseRecord.model_validate({
         "id": design.id,
-        "pde_classification": {"equation_family": design.family, "math_type": math_type},
+        "pde_classification": {"equation_family": design.family, "math_type": design.math_type()},
         "case_spec": case_spec,
         "evaluation_config": {},
         "evaluation_metadata": {
             "construction_method": "manufactured_solution",
-            "manufactured_solution": {"u": mms.text(mms.parse_expression(design.u))},
+            "manufactured_solution": {"u": exact},
             "calibration_config": {"baseline": "submissions/oracle", "libraries": ["dolfinx"]},
         },
         "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},

@@ -28,10 +28,11 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lamb
         ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
 
 
-def to_ufl(expression, domain, t=None):
+def to_ufl(expression, domain, t=None, u=None):
     """A case expression (string or number) as a UFL expression on ``domain``.
 
-    ``t`` is a dolfinx Constant for time-dependent data, so forms compile once.
+    ``t`` is a dolfinx Constant for time-dependent data, so forms compile once; ``u``
+    stands for the unknown in expressions of it (reaction terms).
     """
     if isinstance(expression, (int, float)):
         return fem.Constant(domain, dolfinx.default_scalar_type(expression))
@@ -41,6 +42,8 @@ def to_ufl(expression, domain, t=None):
         names["z"] = x[2]
     if t is not None:
         names["t"] = t
+    if u is not None:
+        names["u"] = u
 
     def convert(node):
         if isinstance(node, ast.Expression):
@@ -343,6 +346,44 @@ def linear_solver(A, prefix, options):
         opts[f"{prefix}{key}"] = value
     ksp.setFromOptions()
     return ksp
+
+
+DT_MAX = 0.005  # largest time step of the time-dependent oracles
+
+
+def time_grid(time_spec, min_steps=10):
+    """(t0, dt, steps) with steps >= min_steps and dt <= DT_MAX."""
+    t0, t_end = time_spec.get("t0", 0.0), time_spec["t_end"]
+    steps = max(min_steps, math.ceil((t_end - t0) / DT_MAX))
+    return t0, (t_end - t0) / steps, steps
+
+
+def run_linear_steps(a, L, dirichlet, refresh, u_new, u_old, t_old, t_new, t0, dt, steps, prefix):
+    """Time loop of a linear one-step scheme whose matrix does not change: assemble and
+    factorize once, re-assemble only the right-hand side. Returns the worst KSP reason."""
+    from dolfinx.fem.petsc import apply_lifting, assemble_matrix, assemble_vector, create_vector, set_bc
+    from petsc4py import PETSc
+
+    A = assemble_matrix(a, bcs=dirichlet)
+    A.assemble()
+    ksp = linear_solver(A, prefix, direct_solver_options())
+    b = create_vector(u_new.function_space)
+    reason = 1
+    for step in range(1, steps + 1):
+        t_old.value = t0 + (step - 1) * dt
+        t_new.value = t0 + step * dt
+        refresh()
+        with b.localForm() as local:
+            local.set(0.0)
+        assemble_vector(b, L)
+        apply_lifting(b, [a], [dirichlet])
+        b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
+        set_bc(b, dirichlet)
+        ksp.solve(b, u_new.x.petsc_vec)
+        reason = min(reason, ksp.getConvergedReason())
+        u_new.x.scatter_forward()
+        u_old.x.array[:] = u_new.x.array
+    return reason
 
 
 def direct_solver_options():

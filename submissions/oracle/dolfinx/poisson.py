@@ -13,6 +13,8 @@ from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_opti
                             sample_on_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
+CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
+CELLS_PER_LENGTH_3D = 12
 
 
 def solve(case_spec):
@@ -20,7 +22,7 @@ def solve(case_spec):
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
     unsupported(bc)
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    h = domain_size(domain_spec) / (12 if dim == 3 else 48)
+    h = domain_size(domain_spec) / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
     msh = build_mesh(domain_spec, h)
     V = fem.functionspace(msh, ("Lagrange", DEGREE))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
