@@ -7,6 +7,8 @@
     pdebench table REPORT.json              outcome table of a pytest JSON report
     pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
                                             run time, never committed) to this layout
+    pdebench build-references CASES.jsonl   numerical references for records without an
+                                            exact solution (needs DOLFINx)
 """
 
 from __future__ import annotations
@@ -122,6 +124,28 @@ def _import_upstream(args) -> int:
     return 0
 
 
+def _build_references(args) -> int:
+    from .build.references import build_reference
+    from .cases import iter_case_file, write_case_file
+
+    path = Path(args.cases)
+    records = [record for _, record in iter_case_file(path)]
+    todo = [r for r in records if r.evaluation_metadata.construction_method == "reference_numerical"
+            and (args.rebuild or not r.evaluation_metadata.reference_path)
+            and (not args.family or r.family in args.family)]
+    print(f"{len(todo)} records of {path} need a numerical reference")
+    kept, outcomes = 0, []
+    for index, record in enumerate(todo, start=1):
+        outcome = build_reference(record, path.parent, Path(args.oracle))
+        outcomes.append(outcome)
+        kept += outcome.kept
+        figure = f"e_base~{outcome.e_base_estimate:.2e}" if outcome.e_base_estimate is not None else ""
+        print(f"[{index}/{len(todo)}] {record.id}: {outcome.reason} {figure}", flush=True)
+        write_case_file(path, records)  # after each one: an interrupted run keeps what it built
+    print(f"kept {kept} of {len(todo)}; discarded: {len(todo) - kept}")
+    return 0 if kept == len(todo) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
                           help="where to write (keep it out of git: derived from CC BY data)")
     upstream.set_defaults(func=_import_upstream)
+
+    references = commands.add_parser("build-references", help="numerical references (needs DOLFINx)")
+    references.add_argument("cases")
+    references.add_argument("--oracle", default="submissions/oracle/dolfinx")
+    references.add_argument("--family", action="append", help="only these families (repeatable)")
+    references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
+    references.set_defaults(func=_build_references)
 
     args = parser.parse_args(argv)
     return args.func(args)

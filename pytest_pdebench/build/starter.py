@@ -28,13 +28,19 @@ class Design:
     id: str
     family: str
     domain: str
-    u: str  # exact solution (evaluator-only)
+    u: str | tuple[str, ...] | None  # exact solution (evaluator-only); None: a numerical reference
     kappa: str = "1"  # Poisson and Heat
     params: tuple[tuple[str, object], ...] = ()  # other families' parameters
     neumann: tuple[str, ...] = ()
     t_end: float | None = None
     structure: tuple[str, ...] = ()
     difficulty: str = "easy"
+    p: str | None = None  # exact pressure of a flow
+    output: str | tuple[str, ...] = "scalar"  # a field name, or component array names
+    # data of a case without an exact solution: forcing, Dirichlet value(s) per tag, initial value
+    forcing: str | tuple[str, ...] = "0"
+    dirichlet: tuple[tuple[str, object], ...] = (("boundary", "0"),)
+    initial: str = "0"
 
     def pde_params(self) -> dict:
         return {"kappa": self.kappa} if self.family in ("poisson", "heat") else dict(self.params)
@@ -43,7 +49,15 @@ class Design:
         if self.family == "convection_diffusion":
             return ["parabolic" if self.t_end else "elliptic"]
         return [{"poisson": "elliptic", "heat": "parabolic", "helmholtz": "elliptic",
-                 "reaction_diffusion": "reaction_diffusion"}[self.family]]
+                 "reaction_diffusion": "reaction_diffusion", "linear_elasticity": "elliptic",
+                 "stokes": "incompressible_flow", "navier_stokes": "incompressible_flow", "burgers": "parabolic",
+                 "wave": "hyperbolic"}[self.family]]
+
+    def exact(self) -> dict:
+        solution = {"u": list(self.u) if isinstance(self.u, tuple) else self.u}
+        if self.p is not None:
+            solution["p"] = self.p
+        return solution
 
 
 DESIGNS = [
@@ -115,6 +129,50 @@ DESIGNS = [
     Design("rd_cubic_square_with_hole", "reaction_diffusion", "square_with_hole",
            "0.2*exp(-t)*sin(2*pi*x)*sin(pi*y)", params=(("epsilon", 0.08), ("reaction", "u + 5*u**3")), t_end=0.1,
            structure=("multiply_connected", "nonlinear_reaction")),
+    Design("elasticity_square", "linear_elasticity", "unit_square",
+           ("sin(pi*x)*sin(pi*y)", "x*y*(1 - x)*(1 - y)"), params=(("E", 1.0), ("nu", 0.3)),
+           output="displacement_magnitude"),
+    Design("elasticity_near_incompressible", "linear_elasticity", "unit_square",
+           ("sin(pi*x)*sin(pi*y)", "sin(pi*x)*cos(pi*y)"), params=(("E", 1.0), ("nu", 0.49)),
+           output=("u_x", "u_y"), structure=("near_incompressible",), difficulty="hard"),
+    Design("elasticity_l_shape", "linear_elasticity", "l_shape", ("0.1*x*y", "0.05*sin(pi*x)*y"),
+           params=(("E", 10.0), ("nu", 0.25)), output="displacement_magnitude", structure=("nonconvex",)),
+    # flows: divergence-free velocities from a stream function psi, u = (psi_y, -psi_x)
+    Design("stokes_square", "stokes", "unit_square",
+           ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"),
+           p="cos(pi*x)*cos(pi*y)", params=(("nu", 1.0),), output="velocity_magnitude"),
+    Design("stokes_circle_components", "stokes", "circle", ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"),
+           p="x**2 - y**2", params=(("nu", 0.5),), output=("u_x", "u_y"), structure=("curved_boundary",),
+           difficulty="medium"),
+    Design("navier_stokes_square", "navier_stokes", "unit_square",
+           ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"), p="cos(pi*x)*cos(pi*y)",
+           params=(("nu", 0.1),), output="velocity_magnitude", structure=("nonlinear",), difficulty="medium"),
+    Design("navier_stokes_l_shape", "navier_stokes", "l_shape",
+           ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"), p="x*y",
+           params=(("nu", 0.05),), output="velocity_magnitude", structure=("nonlinear", "nonconvex"),
+           difficulty="hard"),
+    Design("burgers_square", "burgers", "unit_square", "exp(-t)*sin(pi*x)*sin(pi*y)", params=(("nu", 0.01),),
+           t_end=0.2, structure=("nonlinear", "convection_dominated"), difficulty="medium"),
+    Design("burgers_circle", "burgers", "circle", "exp(-0.5*t)*cos(pi*x)*cos(pi*y)", params=(("nu", 0.05),),
+           t_end=0.1, structure=("nonlinear", "curved_boundary")),
+    Design("wave_square", "wave", "unit_square", "sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)", params=(("c", 1.0),),
+           t_end=0.5, structure=("standing_wave",)),
+    Design("wave_l_shape", "wave", "l_shape", "sin(pi*x)*sin(2*pi*y)*cos(2*t) + x*t", params=(("c", 2.0),),
+           t_end=0.2, structure=("nonconvex", "forced")),
+    # no exact solution: references come from the oracle at twice its resolution
+    Design("poisson_gaussian_source_l_shape", "poisson", "l_shape", None,
+           forcing="10*exp(-50*((x - 0.25)**2 + (y - 0.25)**2))", structure=("nonconvex", "no_exact_solution")),
+    Design("heat_unit_source_circle", "heat", "circle", None, forcing="1", t_end=0.1, kappa="1 + 0.5*x",
+           structure=("curved_boundary", "no_exact_solution")),
+    Design("convdiff_unit_source", "convection_diffusion", "unit_square", None,
+           params=(("epsilon", 0.05), ("beta", [1.0, 0.5])), forcing="1",
+           structure=("boundary_layer", "no_exact_solution"), difficulty="medium"),
+    Design("stokes_lid_driven_cavity", "stokes", "unit_square", None, params=(("nu", 1.0),),
+           forcing=("0", "0"), dirichlet=(("y_max", ("4*x*(1 - x)", "0")), (["x_min", "x_max", "y_min"], ("0", "0"))),
+           output="velocity_magnitude", structure=("no_exact_solution", "cavity"), difficulty="medium"),
+    Design("elasticity_cantilever", "linear_elasticity", "unit_square", None, params=(("E", 1.0), ("nu", 0.3)),
+           forcing=("0", "-0.01"), dirichlet=(("x_min", ("0", "0")),), output="displacement_magnitude",
+           structure=("no_exact_solution", "traction_free")),
 ]
 
 
@@ -136,9 +194,12 @@ def build_record(design: Design) -> CaseRecord:
     pde: dict = {"type": design.family, "params": pde_params}
     if transient:
         pde["time"] = {"t0": 0.0, "t_end": design.t_end}
+    if design.u is None:
+        return _numerical_reference_record(design, pde, geometry, eval_grid, params)
     pde["forcing"] = {"type": "expression",
-                      "value": mms.derive(design.family, pde_params, {"u": design.u}, dim, transient)}
-    exact = mms.text(mms.parse_expression(design.u))
+                      "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
+    exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
+             else mms.text(mms.parse_expression(design.u)))
     bc: dict = {}
     if design.neumann:
         dirichlet_tags = [tag for tag in geometry.tags if tag not in design.neumann and tag != "boundary"]
@@ -147,26 +208,57 @@ def build_record(design: Design) -> CaseRecord:
                          "value": mms.neumann_flux(design.family, pde_params, design.u, dim, design.neumann)}
     else:
         bc["dirichlet"] = {"on": "boundary", "value": exact}
-    domain = {"type": design.domain, "bounds": [bbox[2 * i:2 * i + 2] for i in range(dim)]}
-    if params:
-        domain["geometry_params"] = params
-    case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid,
-                 "output": {"format": "npz", "field": "scalar"}}
+    domain = _domain_block(design, geometry, params)
+    case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
     if transient:
         case_spec["ic"] = {"value": mms.initial_value(design.u, 0.0)}
+        if design.family == "wave":
+            case_spec["ic"]["velocity"] = mms.initial_velocity(design.u, 0.0)
+    return _record(design, case_spec, {"construction_method": "manufactured_solution",
+                                       "manufactured_solution": {**design.exact(), "u": exact}})
+
+
+def _domain_block(design: Design, geometry, params: dict) -> dict:
+    bbox = list(geometry.bbox)
+    domain = {"type": design.domain, "bounds": [bbox[2 * i:2 * i + 2] for i in range(geometry.dim)]}
+    if params:
+        domain["geometry_params"] = params
+    return domain
+
+
+def _output_block(design: Design) -> dict:
+    if isinstance(design.output, tuple):
+        field = "displacement" if design.family == "linear_elasticity" else "velocity"
+        return {"format": "npz", "field": field, "components": list(design.output)}
+    return {"format": "npz", "field": design.output}
+
+
+def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
     return CaseRecord.model_validate({
         "id": design.id,
         "pde_classification": {"equation_family": design.family, "math_type": design.math_type()},
         "case_spec": case_spec,
         "evaluation_config": {},
-        "evaluation_metadata": {
-            "construction_method": "manufactured_solution",
-            "manufactured_solution": {"u": exact},
-            "calibration_config": {"baseline": "submissions/oracle", "libraries": ["dolfinx"]},
-        },
+        "evaluation_metadata": {**metadata, "calibration_config": {"baseline": "submissions/oracle",
+                                                                   "libraries": ["dolfinx"]}},
         "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
         "supported_libraries": ["dolfinx", "firedrake", "dealii"],
     })
+
+
+def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: dict, params: dict) -> CaseRecord:
+    """A case given by its data alone; `pdebench build-references` adds the reference."""
+    forcing = list(design.forcing) if isinstance(design.forcing, tuple) else design.forcing
+    pde["forcing"] = {"type": "expression", "value": forcing}
+    conditions = [{"on": tag, "value": list(value) if isinstance(value, tuple) else value}
+                  for tag, value in design.dirichlet]
+    case_spec = {"pde": pde, "domain": _domain_block(design, geometry, params),
+                 "bc": {"dirichlet": conditions[0] if len(conditions) == 1 else conditions},
+                 "eval_grid": eval_grid, "output": _output_block(design)}
+    if design.t_end is not None:
+        case_spec["ic"] = {"value": design.initial}
+    return _record(design, case_spec, {"construction_method": "reference_numerical",
+                                       "reference_config": {"method": "oracle at 2x its own resolution"}})
 
 
 def starter_records() -> list[CaseRecord]:

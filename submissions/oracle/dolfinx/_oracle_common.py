@@ -284,9 +284,9 @@ def grid_axes(eval_grid):
 
 
 def sample_on_grid(u, eval_grid, h):
-    """Values of u at the grid points: points just outside the discrete domain (a
-    polygon inscribed in a curved boundary) take the nearest cell's polynomial;
-    points farther away than one cell are NaN (outside the domain)."""
+    """Values of u at the grid points, shape grid + (value size,) for vector u: points
+    just outside the discrete domain (a polygon inscribed in a curved boundary) take the
+    nearest cell's polynomial; points farther away than one cell are NaN (outside)."""
     axes = grid_axes(eval_grid)
     shape = tuple(len(a) for a in reversed(axes))
     mesh_grid = np.meshgrid(*reversed(axes), indexing="ij")
@@ -309,25 +309,49 @@ def sample_on_grid(u, eval_grid, h):
         midpoint_tree = geometry.create_midpoint_tree(domain, tdim, np.arange(
             domain.topology.index_map(tdim).size_local, dtype=np.int32))
         nearest = geometry.compute_closest_entity(tree, midpoint_tree, domain, points[missing])
-        for k, index in enumerate(missing):
-            cell = nearest[k]
-            vertices = domain.geometry.x[domain.geometry.dofmap[cell]]
-            gap = np.linalg.norm(vertices - points[index], axis=1).min()
-            if gap <= 1.5 * h:
-                cells[index] = cell
-    values = np.full(len(points), np.nan)
+        vertices = domain.geometry.x[domain.geometry.dofmaps[0][nearest]]  # (missing, nodes, 3)
+        gap = np.linalg.norm(vertices - points[missing][:, None, :], axis=2).min(axis=1)
+        close = gap <= 1.5 * h
+        cells[missing[close]] = nearest[close]
+    size = int(np.prod(u.ufl_shape)) if u.ufl_shape else 1
+    values = np.full((len(points), size), np.nan)
     found = cells >= 0
     if found.any():
-        values[found] = u.eval(points[found], cells[found]).reshape(-1)
-    return axes, values.reshape(shape)
+        values[found] = u.eval(points[found], cells[found]).reshape(-1, size)
+    return axes, values.reshape(shape + ((size,) if u.ufl_shape else ()))
 
 
 # ---- outputs ----
 
-def write_outputs(u_grid, axes, started, solver_info):
-    arrays = {"u": u_grid, "x": axes[0], "y": axes[1]}
-    if len(axes) == 3:
-        arrays["z"] = axes[2]
+def requested_arrays(case_spec):
+    """The array names the case asks for (see the output contract)."""
+    output = case_spec.get("output", {})
+    if output.get("components"):
+        return list(output["components"])
+    field = output.get("field", "scalar")
+    return ["u"] if field == "scalar" else [field]
+
+
+def vector_outputs(case_spec, vector_grid, pressure_grid=None):
+    """Arrays for a vector solution: components ``*_x/_y/_z``, ``p``, or a magnitude."""
+    arrays = {}
+    for name in requested_arrays(case_spec):
+        suffix = name.rpartition("_")[2]
+        if name == "p" and pressure_grid is not None:
+            arrays[name] = pressure_grid
+        elif suffix in ("x", "y", "z") and name[:-2] in ("u", "velocity", "displacement"):
+            arrays[name] = vector_grid[..., "xyz".index(suffix)]
+        elif name.endswith("_magnitude") or name.endswith("_mag") or name == "u":
+            arrays[name] = np.linalg.norm(vector_grid, axis=-1)
+        else:
+            raise ValueError(f"the oracle cannot produce output array {name!r}")
+    return arrays
+
+
+def write_outputs(fields, axes, started, solver_info):
+    """solution.npz with the given arrays (or one scalar array u) and the axes, meta.json."""
+    arrays = dict(fields) if isinstance(fields, dict) else {"u": fields}
+    arrays.update(zip("xyz", axes))
     np.savez("solution.npz", **arrays)
     with open("meta.json", "w") as handle:
         json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
@@ -384,6 +408,91 @@ def run_linear_steps(a, L, dirichlet, refresh, u_new, u_old, t_old, t_new, t0, d
         u_new.x.scatter_forward()
         u_old.x.array[:] = u_new.x.array
     return reason
+
+
+def covers_whole_boundary(msh, domain_spec, condition_list):
+    """Whether Dirichlet conditions are given on every exterior facet (then the
+    pressure of an incompressible flow is only known up to a constant)."""
+    exterior = mesh.exterior_facet_indices(msh.topology)
+    given = np.unique(np.concatenate([boundary_facets(msh, domain_spec, c["on"]) for c in condition_list]
+                                     or [np.zeros(0, dtype=np.int32)]))
+    return len(np.setdiff1d(exterior, given)) == 0
+
+
+def vector_dirichlet_conditions(W, V_sub, domain_spec, bc):
+    """Dirichlet conditions on the vector part of W (or on W itself when V_sub is None)."""
+    msh = W.mesh
+    bcs = []
+    space = V_sub.collapse()[0] if V_sub is not None else W
+    for condition in conditions(bc, "dirichlet"):
+        facets = boundary_facets(msh, domain_spec, condition["on"])
+        value = fem.Function(space)
+        components = [to_ufl(c, msh) for c in condition["value"]]
+        value.interpolate(fem.Expression(ufl.as_vector(components), space.element.interpolation_points))
+        if V_sub is None:
+            dofs = fem.locate_dofs_topological(W, msh.topology.dim - 1, facets)
+            bcs.append(fem.dirichletbc(value, dofs))
+        else:
+            dofs = fem.locate_dofs_topological((V_sub, space), msh.topology.dim - 1, facets)
+            bcs.append(fem.dirichletbc(value, dofs, V_sub))
+    return bcs
+
+
+def pressure_pin(W, msh):
+    """Fix p = 0 at one mesh vertex (pure-Dirichlet flows): removes the constant null space."""
+    Q_sub = W.sub(1)
+    Q = Q_sub.collapse()[0]
+    corner = msh.geometry.x[0]
+    dim = msh.geometry.dim
+    dofs = fem.locate_dofs_geometrical(
+        (Q_sub, Q), lambda p: np.all([np.isclose(p[i], corner[i]) for i in range(dim)], axis=0))
+    zero = fem.Function(Q)
+    return fem.dirichletbc(zero, dofs, Q_sub)
+
+
+def vector_forcing(pde, msh):
+    return ufl.as_vector([to_ufl(c, msh) for c in pde["forcing"]["value"]])
+
+
+def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, steps, prefix):
+    """Time loop of a nonlinear one-step scheme with residual F(uh; u_old): one Newton
+    solve per step (SNES, MUMPS LU). Returns (worst SNES reason, Newton iterations)."""
+    from dolfinx.fem.petsc import NonlinearProblem
+
+    problem = NonlinearProblem(F, uh, bcs=dirichlet, petsc_options_prefix=prefix, petsc_options={
+        "snes_type": "newtonls", "snes_linesearch_type": "basic", "snes_rtol": 1e-10, "snes_atol": 1e-12,
+        "snes_max_it": 25, **direct_solver_options()})
+    reason, iterations = 1, 0
+    for step in range(1, steps + 1):
+        t_old.value = t0 + (step - 1) * dt
+        t_new.value = t0 + step * dt
+        refresh()
+        problem.solve()
+        reason = min(reason, problem.solver.getConvergedReason())
+        iterations += problem.solver.getIterationNumber()
+        u_old.x.array[:] = uh.x.array
+    return reason, iterations
+
+
+def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2):
+    """Mesh, space, time grid, time Constants, u_old = ic, uh = copy, Dirichlet data."""
+    from petsc4py import PETSc
+
+    domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
+    unsupported(bc)
+    dim = 3 if "nz" in case_spec["eval_grid"] else 2
+    h = domain_size(domain_spec) / (cells_3d if dim == 3 else cells_2d)
+    msh = build_mesh(domain_spec, h)
+    V = fem.functionspace(msh, ("Lagrange", degree))
+    t0, dt, steps = time_grid(pde["time"])
+    t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
+    u_old = fem.Function(V)
+    u_old.interpolate(fem.Expression(to_ufl(case_spec["ic"]["value"], msh), V.element.interpolation_points))
+    uh = fem.Function(V)
+    uh.x.array[:] = u_old.x.array
+    dirichlet, refresh = dirichlet_conditions(V, domain_spec, bc, t_new)
+    return dict(msh=msh, V=V, h=h, t0=t0, dt=dt, steps=steps, t_new=t_new, t_old=t_old, u_old=u_old, uh=uh,
+                dirichlet=dirichlet, refresh=refresh)
 
 
 def direct_solver_options():

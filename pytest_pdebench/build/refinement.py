@@ -1,0 +1,48 @@
+"""The DOLFINx oracle at other resolutions: for numerical references and for
+convergence studies. The oracle is the project's own trusted code, so it runs here in
+the calling process (which must have DOLFINx), not in the sandbox.
+
+A level is a multiple of the oracle's own resolution: cells per length scale with it
+and the largest time step with its -1.5th power, so an O(dt^2) time error stays below
+the O(h^3) error of P2 elements.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+FLOWS = ("stokes", "navier_stokes")  # their resolution lives in the shared _flow module
+
+
+def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: list[str],
+               level: float = 1.0) -> tuple[np.ndarray, dict]:
+    """(components stacked on the last axis, solver_info) of the oracle at a level."""
+    oracle_dir = str(Path(oracle_dir).resolve())
+    if oracle_dir not in sys.path:
+        sys.path.insert(0, oracle_dir)
+    importlib.import_module("mpi4py.MPI")  # loads libmpi before dolfinx
+    common = importlib.import_module("_oracle_common")
+    module = importlib.import_module(family)
+    sized = importlib.import_module("_flow") if family in FLOWS else module
+    base_cells, base_dt = sized.CELLS_PER_LENGTH, common.DT_MAX
+    sized.CELLS_PER_LENGTH = round(base_cells * level)
+    common.DT_MAX = base_dt / level ** 1.5
+    cwd = os.getcwd()
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            os.chdir(work)
+            module.solve(case_spec)
+            with np.load("solution.npz") as data:
+                fields = np.stack([np.asarray(data[name], dtype=float) for name in output_arrays], axis=-1)
+            info = json.loads(Path("meta.json").read_text()).get("solver_info", {})
+    finally:
+        os.chdir(cwd)
+        sized.CELLS_PER_LENGTH, common.DT_MAX = base_cells, base_dt
+    return fields, info

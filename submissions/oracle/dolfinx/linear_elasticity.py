@@ -1,0 +1,55 @@
+"""DOLFINx oracle for linear elasticity: -div(sigma(u)) = f, sigma = 2 mu eps(u) + lambda tr(eps(u)) I,
+Lame parameters from E and nu (plane strain) or given as mu and lambda.
+
+Vector P2 Lagrange (robust enough for nu up to about 0.49), h = L/40, direct LU (MUMPS).
+Parts of the boundary without Dirichlet data are traction free.
+"""
+
+import time
+
+import ufl
+from dolfinx import fem
+from dolfinx.fem.petsc import LinearProblem
+
+from _oracle_common import (build_mesh, direct_solver_options, domain_size, sample_on_grid, unsupported,
+                            vector_dirichlet_conditions, vector_forcing, vector_outputs, write_outputs)
+
+DEGREE = 2
+CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
+CELLS_PER_LENGTH_3D = 10
+
+
+def lame(params):
+    if "mu" in params and "lambda" in params:
+        return float(params["mu"]), float(params["lambda"])
+    E, nu = float(params["E"]), float(params["nu"])
+    return E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+
+
+def solve(case_spec):
+    started = time.perf_counter()
+    domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
+    unsupported(bc)
+    dim = 3 if "nz" in case_spec["eval_grid"] else 2
+    size = domain_size(domain_spec)
+    h = size / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
+    msh = build_mesh(domain_spec, h)
+    V = fem.functionspace(msh, ("Lagrange", DEGREE, (dim,)))
+    u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
+    mu, lmbda = lame(pde["params"])
+
+    def sigma(w):
+        strain = ufl.sym(ufl.grad(w))
+        return 2 * mu * strain + lmbda * ufl.tr(strain) * ufl.Identity(dim)
+
+    a = ufl.inner(sigma(u), ufl.sym(ufl.grad(v))) * ufl.dx
+    L = ufl.dot(vector_forcing(pde, msh), v) * ufl.dx
+    bcs = vector_dirichlet_conditions(V, None, domain_spec, bc)
+    problem = LinearProblem(a, L, bcs=bcs, petsc_options=direct_solver_options(), petsc_options_prefix="elast_")
+    uh = problem.solve()
+    reason = problem.solver.getConvergedReason()
+    axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
+    write_outputs(vector_outputs(case_spec, u_grid), axes, started, {
+        "mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global * dim,
+        "ksp_type": "preonly", "pc_type": "lu", "converged": bool(reason > 0), "converged_reason": int(reason),
+    })

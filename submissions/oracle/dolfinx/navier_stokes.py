@@ -1,0 +1,37 @@
+"""DOLFINx oracle for steady Navier-Stokes: (u . grad) u - nu lap(u) + grad(p) = f, div(u) = 0.
+
+Taylor-Hood P2-P1, h = L/40; Newton (PETSc SNES, MUMPS LU on the Jacobian) started from
+the Stokes solution. The Newton convergence reason is reported; an unconverged solve is
+never passed off as a result.
+"""
+
+import time
+
+import ufl
+from dolfinx.fem.petsc import LinearProblem, NonlinearProblem
+
+from _flow import TaylorHood
+from _oracle_common import direct_solver_options, unsupported
+
+
+def solve(case_spec):
+    started = time.perf_counter()
+    if "time" in case_spec["pde"]:
+        raise NotImplementedError("the DOLFINx oracle solves steady Navier-Stokes only")
+    unsupported(case_spec.get("bc", {}))
+    flow = TaylorHood(case_spec)
+    a, L = flow.stokes_forms()
+    w = LinearProblem(a, L, bcs=flow.bcs, petsc_options=direct_solver_options(),
+                      petsc_options_prefix="ns_stokes_").solve()
+    u, p = ufl.split(w)
+    v, q = ufl.TestFunctions(flow.W)
+    F = (flow.nu * ufl.inner(ufl.grad(u), ufl.grad(v)) + ufl.dot(ufl.dot(ufl.grad(u), u), v)
+         - p * ufl.div(v) - q * ufl.div(u) - ufl.dot(flow.f, v)) * ufl.dx
+    problem = NonlinearProblem(F, w, bcs=flow.bcs, petsc_options_prefix="ns_", petsc_options={
+        "snes_type": "newtonls", "snes_linesearch_type": "bt", "snes_rtol": 1e-10, "snes_atol": 1e-12,
+        "snes_max_it": 30, **direct_solver_options()})
+    problem.solve()
+    reason = problem.solver.getConvergedReason()
+    flow.write(w, started, {"snes_type": "newtonls", "pc_type": "lu",
+                            "newton_iterations": problem.solver.getIterationNumber(),
+                            "converged": bool(reason > 0), "converged_reason": int(reason)})
