@@ -29,6 +29,7 @@ CASES = {
     "navier_stokes": "navier_stokes_square",
     "burgers": "burgers_circle",
     "wave": "wave_square",
+    "biharmonic": "biharmonic_exp_mode",
 }
 LEVELS = (0.5, 1.0, 2.0)  # multiples of the oracle's own resolution
 

@@ -24,6 +24,7 @@ MATH_TYPES = ("elliptic", "parabolic", "hyperbolic", "mixed_type", "incompressib
 LIBRARIES = ("dolfinx", "firedrake", "dealii")
 TIME_DEPENDENT_FAMILIES = ("heat", "reaction_diffusion", "burgers", "wave")  # conv.-diff. and NS: either
 OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
+BC_KINDS = ("dirichlet", "neumann", "robin", "laplacian")
 
 Family = Literal[FAMILIES]  # type: ignore[valid-type]
 MathType = Literal[MATH_TYPES]  # type: ignore[valid-type]
@@ -100,6 +101,8 @@ class BoundaryConditions(Strict):
     neumann: Optional[Conditions] = None
     robin: Optional[Conditions] = None
     periodic: Optional[Periodic] = None
+    # biharmonic only: lap(u) on the boundary (Navier / simply supported data)
+    laplacian: Optional[Conditions] = None
 
     def conditions(self, kind: str) -> list[BoundaryCondition]:
         value = getattr(self, kind)
@@ -222,7 +225,7 @@ class CaseRecord(Strict):
         grid_dim = 3 if spec.eval_grid.nz is not None else 2
         if grid_dim != geometry.dim:
             raise ValueError(f"a {geometry.dim}-D domain needs a {geometry.dim}-D eval_grid")
-        for kind in ("dirichlet", "neumann", "robin"):
+        for kind in BC_KINDS:
             unknown = [tag for c in spec.bc.conditions(kind) for tag in c.tags if tag not in geometry.tags]
             if unknown:
                 raise ValueError(f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}")
@@ -257,7 +260,7 @@ class CaseRecord(Strict):
             yield from walk(f"case_spec.pde.params.{name}", value)
         if spec.pde.forcing:
             yield from walk("case_spec.pde.forcing.value", spec.pde.forcing.value)
-        for kind in ("dirichlet", "neumann", "robin"):
+        for kind in BC_KINDS:
             for i, condition in enumerate(spec.bc.conditions(kind)):
                 yield from walk(f"case_spec.bc.{kind}[{i}].value", condition.value)
                 if condition.alpha is not None:
@@ -375,6 +378,18 @@ def load_cases(path: Path) -> list[tuple[Path, int, CaseRecord]]:
             claim_id(seen, record, file, line)
             records.append((file, line, record))
     return records
+
+
+def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord]) -> None:
+    """Regenerating records must not lose what was built for them since: references and
+    calibrations of records whose case and exact solution did not change are kept."""
+    old = {r.id: r for r in previous}
+    for record in records:
+        before = old.get(record.id)
+        if before and before.case_spec == record.case_spec and (
+                before.evaluation_metadata.manufactured_solution == record.evaluation_metadata.manufactured_solution):
+            for name in ("thresholds", "reference_path", "reference_config"):
+                setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
 
 
 def write_case_file(path: Path, records: list[CaseRecord]) -> None:

@@ -38,18 +38,12 @@ def _schema(args) -> int:
 
 def _build_starter(args) -> int:
     from .build.starter import starter_records
-    from .cases import load_cases, write_case_file
+    from .cases import carry_over_built_fields, load_cases, write_case_file
 
     path = Path(args.output)
     records = starter_records()
-    if path.is_file():  # keep calibrations already materialized for unchanged cases
-        from .calibration import case_fingerprint
-
-        old = {r.id: r for _, _, r in load_cases(path)}
-        for record in records:
-            previous = old.get(record.id)
-            if previous and case_fingerprint(previous) == case_fingerprint(record):
-                record.evaluation_metadata.thresholds = previous.evaluation_metadata.thresholds
+    if path.is_file():
+        carry_over_built_fields(records, [r for _, _, r in load_cases(path)])
     write_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
@@ -105,7 +99,7 @@ def _import_upstream(args) -> int:
     from collections import Counter
 
     from .build.upstream import import_file
-    from .cases import write_case_file
+    from .cases import carry_over_built_fields, iter_case_file, write_case_file
 
     source = Path(args.source)
     if not source.is_file():
@@ -114,6 +108,8 @@ def _import_upstream(args) -> int:
     records, problems = import_file(source)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
+    if output.is_file():
+        carry_over_built_fields(records, [r for _, r in iter_case_file(output)])
     write_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")
     rejected.write_text(json.dumps([{"line": line, "id": case_id, "reason": reason}

@@ -86,6 +86,12 @@ def check_boundary_data(record: CaseRecord) -> str | None:
         return None if bc.conditions("dirichlet") or bc.periodic else "a flow case needs velocity Dirichlet data"
     if not (bc.conditions("dirichlet") or bc.conditions("robin") or bc.periodic):
         return "no Dirichlet, Robin or periodic condition: the solution is not unique"
+    if record.family == "biharmonic":
+        tags = lambda kind: sorted(t for c in bc.conditions(kind) for t in c.tags)  # noqa: E731
+        if tags("laplacian") != tags("dirichlet"):
+            return "a biharmonic case needs bc.laplacian on the same tags as bc.dirichlet (u and lap(u))"
+    elif bc.laplacian is not None:
+        return "bc.laplacian is only meaningful for the biharmonic family"
     return None
 
 

@@ -42,7 +42,9 @@ def test_counts_and_reasons(imported):
     # every 3-D manufactured record carries a 2-D forcing upstream: caught by the residual check
     assert "relative residual" in reasons["poisson_3d_smooth_trig"]
     assert "inner circle must lie strictly inside" in reasons["burgers_eccentric_v4"]
-    assert all("relative residual" in r or "inner circle" in r for r in reasons.values()), reasons
+    assert "no exact solution to derive a second boundary condition" in reasons["biharmonic_no_exact_gaussian_source"]
+    assert all(any(why in r for why in ("relative residual", "inner circle", "second boundary condition"))
+               for r in reasons.values()), reasons
 
 
 def test_agent_view_holds_no_evaluator_only_settings(imported):
@@ -52,6 +54,13 @@ def test_agent_view_holds_no_evaluator_only_settings(imported):
         assert not leaked, (record.id, leaked)
     by_id = {r.id: r for r in records}
     assert by_id["poisson_basic"].evaluation_metadata.calibration_config["upstream_oracle"]["mesh"]["resolution"] == 120
+
+
+def test_biharmonic_records_get_the_laplacian_of_the_exact_solution(imported):
+    records, _ = imported
+    record = next(r for r in records if r.id == "biharmonic_exponential_mode")
+    assert record.case_spec.bc.laplacian.value == "(1 - pi**2)*exp(x)*sin(pi*y)"
+    assert "imported_derived_laplacian_bc" in record.tags.structure
 
 
 def test_libraries_and_families(imported):
@@ -74,7 +83,8 @@ def test_reaction_terms(reaction, expected):
 @pytest.mark.usefixtures("dolfinx_available")
 def test_imported_records_run_through_the_plugin(imported, tmp_path):
     records, _ = imported
-    chosen = [r for r in records if r.id in ("poisson_star_5pt_sinsin", "heat_gaussian_bump_manufactured", "biharmonic_basic_sin")]
+    chosen = [r for r in records
+              if r.id in ("poisson_star_5pt_sinsin", "heat_gaussian_bump_manufactured", "stokes_exp_periodic_x_high_freq")]
     assert len(chosen) == 3
     write_case_file(tmp_path / "upstream.jsonl", chosen)
     report = tmp_path / "report.json"
@@ -88,8 +98,8 @@ def test_imported_records_run_through_the_plugin(imported, tmp_path):
     assert outcomes["poisson_star_5pt_sinsin"]["outcome"] == "PASS", done.stdout[-2000:]
     assert outcomes["heat_gaussian_bump_manufactured"]["outcome"] == "PASS", done.stdout[-2000:]
     assert outcomes["poisson_star_5pt_sinsin"]["e_base"] < 1e-3
-    # no biharmonic oracle yet: reported as an execution failure, not hidden
-    assert outcomes["biharmonic_basic_sin"]["outcome"] == "F-Exec"
-    assert "no solver" in outcomes["biharmonic_basic_sin"]["reason"]
+    # a condition the oracle does not implement: an execution failure, never silently ignored
+    assert outcomes["stokes_exp_periodic_x_high_freq"]["outcome"] == "F-Exec"
+    assert "no periodic boundary conditions" in outcomes["stokes_exp_periodic_x_high_freq"]["reason"]
     assert json.loads((tmp_path / "out" / "dolfinx" / "poisson_star_5pt_sinsin" / "case_spec.json").read_text())[
         "target_library"] == "dolfinx"

@@ -23,6 +23,9 @@ RECORDS = [
     broken(lambda d: d["case_spec"]["eval_grid"].update(bbox=[2, 3, 2, 3]), "grid_outside"),
     broken(lambda d: d["case_spec"]["bc"].pop("dirichlet"), "no_boundary_data"),
     broken(lambda d: d["case_spec"]["eval_grid"].update(ny=1), "bad_schema"),
+    broken(lambda d: (d["case_spec"]["pde"].update(type="biharmonic", params={},
+                                                   forcing={"type": "expression", "value": "4*pi**4*sin(pi*x)*sin(pi*y)"}),
+                      d["pde_classification"].update(equation_family="biharmonic")), "plate_missing_second_bc"),
 ]
 
 EXPECTED = {
@@ -30,9 +33,10 @@ EXPECTED = {
     "inconsistent_forcing[validate]": "manufactured solution: the manufactured solution does not satisfy the PDE",
     "grid_outside[validate]": "evaluation grid: only 0 grid points (0%) lie inside the domain",
     "no_boundary_data[validate]": "boundary data: no Dirichlet, Robin or periodic condition",
+    "plate_missing_second_bc[validate]": "needs bc.laplacian on the same tags as bc.dirichlet",
     "bad_schema[validate]": "new_cases.jsonl:6: record 'bad_schema' does not match cases/schema.json",
-    "line8[validate]": "new_cases.jsonl:8: malformed JSON",
-    "good_case[validate:line7]": "new_cases.jsonl:7: duplicate case id 'good_case'",
+    "line9[validate]": "new_cases.jsonl:9: malformed JSON",
+    "good_case[validate:line8]": "new_cases.jsonl:8: duplicate case id 'good_case'",
 }
 
 
@@ -48,7 +52,7 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
     report = pytester.path / "report.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={cases_file}", "--pde-validate-static",
                                 "--json-report", f"--json-report-file={report}")
-    result.assert_outcomes(passed=1, failed=7)
+    result.assert_outcomes(passed=1, failed=8)
     tests = json.loads(report.read_text())["tests"]
     failures = {t["nodeid"].split("::")[-1]: t["call"]["longrepr"] for t in tests if t["outcome"] == "failed"}
     assert set(failures) == set(EXPECTED)
@@ -59,13 +63,16 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
 @pytest.mark.usefixtures("dolfinx_available")
 def test_trial_run_calibrates_the_oracle(pytester):
     good = pytester.path / "good.jsonl"
-    plate = record_dict(new_id="biharmonic_without_oracle")  # lap(lap(u)) = f for u = sin(pi x) sin(pi y)
-    plate["pde_classification"]["equation_family"] = plate["case_spec"]["pde"]["type"] = "biharmonic"
-    plate["case_spec"]["pde"]["params"] = {}
-    plate["case_spec"]["pde"]["forcing"]["value"] = "4*pi**4*sin(pi*x)*sin(pi*y)"
-    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(plate) + "\n")
+    periodic = record_dict(new_id="periodic_without_oracle_support")  # u periodic in x
+    periodic["case_spec"]["domain"] = {"type": "periodic_square", "bounds": [[0, 1], [0, 1]]}
+    periodic["case_spec"]["pde"]["forcing"]["value"] = "5*pi**2*sin(2*pi*x)*sin(pi*y)"
+    periodic["case_spec"]["bc"] = {"periodic": {"directions": ["x"]},
+                                   "dirichlet": {"on": ["y_min", "y_max"], "value": "sin(2*pi*x)*sin(pi*y)"}}
+    periodic["evaluation_metadata"]["manufactured_solution"] = {"u": "sin(2*pi*x)*sin(pi*y)"}
+    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(periodic) + "\n")
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={good}", "--pde-library=dolfinx",
                                 f"--pde-output={pytester.path / 'out'}", "-rf")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*record biharmonic_without_oracle: trial run on dolfinx: F-Exec: no solver*"])
+    result.stdout.fnmatch_lines(["*record periodic_without_oracle_support: trial run on dolfinx: F-Exec: *"
+                                 "NotImplementedError: the DOLFINx oracle has no periodic boundary conditions*"])
     assert not (pytester.path / "calibrations").exists(), "validation must not write calibrations"

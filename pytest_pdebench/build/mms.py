@@ -74,3 +74,7 @@ def initial_value(exact: str, t0: float) -> str:
 
 def initial_velocity(exact: str, t0: float) -> str:
     return text(sp.diff(parse_expression(exact), t).subs(t, t0))
+
+
+def laplacian(u: str, dim: int) -> str:
+    return text(pdes.lap(pdes.exact(parse_expression(u)), dim))

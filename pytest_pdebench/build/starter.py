@@ -51,7 +51,7 @@ class Design:
         return [{"poisson": "elliptic", "heat": "parabolic", "helmholtz": "elliptic",
                  "reaction_diffusion": "reaction_diffusion", "linear_elasticity": "elliptic",
                  "stokes": "incompressible_flow", "navier_stokes": "incompressible_flow", "burgers": "parabolic",
-                 "wave": "hyperbolic"}[self.family]]
+                 "wave": "hyperbolic", "biharmonic": "elliptic"}[self.family]]
 
     def exact(self) -> dict:
         solution = {"u": list(self.u) if isinstance(self.u, tuple) else self.u}
@@ -159,6 +159,13 @@ DESIGNS = [
            t_end=0.5, structure=("standing_wave",)),
     Design("wave_l_shape", "wave", "l_shape", "sin(pi*x)*sin(2*pi*y)*cos(2*t) + x*t", params=(("c", 2.0),),
            t_end=0.2, structure=("nonconvex", "forced")),
+    Design("biharmonic_sin", "biharmonic", "unit_square", "sin(pi*x)*sin(pi*y)"),
+    Design("biharmonic_exp_mode", "biharmonic", "unit_square", "exp(x)*sin(pi*y)", structure=("nonzero_laplacian_bc",),
+           difficulty="medium"),
+    Design("biharmonic_circle", "biharmonic", "circle", "(x**2 + y**2)**2 + cos(2*x)",
+           structure=("curved_boundary",), difficulty="medium"),
+    Design("biharmonic_l_shape", "biharmonic", "l_shape", "x**2*y**2 + sin(pi*x)*y", structure=("nonconvex",),
+           difficulty="hard"),
     # no exact solution: references come from the oracle at twice its resolution
     Design("poisson_gaussian_source_l_shape", "poisson", "l_shape", None,
            forcing="10*exp(-50*((x - 0.25)**2 + (y - 0.25)**2))", structure=("nonconvex", "no_exact_solution")),
@@ -208,6 +215,8 @@ def build_record(design: Design) -> CaseRecord:
                          "value": mms.neumann_flux(design.family, pde_params, design.u, dim, design.neumann)}
     else:
         bc["dirichlet"] = {"on": "boundary", "value": exact}
+    if design.family == "biharmonic":  # the second condition of a fourth-order problem
+        bc["laplacian"] = {"on": "boundary", "value": mms.laplacian(design.u, dim)}
     domain = _domain_block(design, geometry, params)
     case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
     if transient:

@@ -15,6 +15,9 @@ Readings that are this importer's choices (each recorded in the output record):
   unless ``accuracy_tolerance`` is given (tag ``upstream_tolerance_ignored``);
 - Burgers records without a time block get t_end = 0.1 (tag ``imported_default_time``),
   time-dependent records without an initial condition start from 0 (``imported_default_ic``);
+- biharmonic records give only u on the boundary; lap(u) there (a second condition the
+  fourth-order problem needs) is derived from the exact solution (tag
+  ``imported_derived_laplacian_bc``), and records without one are rejected;
 - a manufactured record whose stored forcing does not satisfy its PDE (checked at
   random points, ``pdes.max_residual``) is rejected, not imported: all 3-D manufactured
   records of benchmark_v2 carry a forcing derived with the 2-D Laplacian.
@@ -129,6 +132,26 @@ def convert_bc(bc: dict, kind: str) -> dict:
     return out
 
 
+def _add_laplacian_data(case_spec: dict, exact: dict | None, tags: list[str]) -> None:
+    """Upstream biharmonic records give only u on the boundary: one condition short of a
+    well-posed fourth-order problem. With an exact solution, lap(u) on the same tags is
+    derived from it; without one the record cannot be repaired."""
+    if not exact:
+        raise ImportProblem("biharmonic record gives only u on the boundary and no exact solution to derive "
+                            "a second boundary condition from")
+    from ..build.mms import text
+    from ..expressions import parse_expression
+    from ..pdes import lap
+
+    dim = 3 if "nz" in case_spec["eval_grid"] else 2
+    dirichlet = case_spec["bc"]["dirichlet"]
+    conditions = dirichlet if isinstance(dirichlet, list) else [dirichlet]
+    laplacian = text(lap(parse_expression(exact["u"]), dim))
+    derived = [{"on": c["on"], "value": laplacian} for c in conditions]
+    case_spec["bc"]["laplacian"] = derived[0] if len(derived) == 1 else derived
+    tags.append("imported_derived_laplacian_bc")
+
+
 def convert_record(raw: dict) -> dict:
     """One upstream record as a dict in this project's layout (validate with CaseRecord)."""
     oc, family = raw["oracle_config"], raw["oracle_config"]["pde"]["type"]
@@ -176,6 +199,8 @@ def convert_record(raw: dict) -> dict:
         case_spec["ic"] = {"value": pde_in.get("initial_condition", 0.0)}
         if "initial_velocity" in pde_in:
             case_spec["ic"]["velocity"] = pde_in["initial_velocity"]
+    if family == "biharmonic":
+        _add_laplacian_data(case_spec, pde_in.get("manufactured_solution"), tags)
     config = raw.get("evaluation_config", {})
     if "accuracy_tolerance" not in config and "tolerance" in config:
         tags.append("upstream_tolerance_ignored")

@@ -450,8 +450,15 @@ def pressure_pin(W, msh):
     return fem.dirichletbc(zero, dofs, Q_sub)
 
 
+def forcing_of(pde, components=None):
+    """The case's source term; a case without one has f = 0 (a vector for vector PDEs)."""
+    if "forcing" in pde:
+        return pde["forcing"]["value"]
+    return [0.0] * components if components else 0.0
+
+
 def vector_forcing(pde, msh):
-    return ufl.as_vector([to_ufl(c, msh) for c in pde["forcing"]["value"]])
+    return ufl.as_vector([to_ufl(c, msh) for c in forcing_of(pde, msh.geometry.dim)])
 
 
 def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, steps, prefix):

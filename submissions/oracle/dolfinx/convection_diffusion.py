@@ -13,8 +13,9 @@ from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 from petsc4py import PETSc
 
-from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_options, domain_size, neumann_term,
-                            run_linear_steps, sample_on_grid, time_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
+                            neumann_term, run_linear_steps, sample_on_grid, time_grid, to_ufl, unsupported,
+                            write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -49,7 +50,7 @@ def solve(case_spec):
     info = {"mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global,
             "stabilization": "supg", "ksp_type": "preonly", "pc_type": "lu"}
     if "time" not in pde:
-        f = to_ufl(pde["forcing"]["value"], msh)
+        f = to_ufl(forcing_of(pde), msh)
         a = weak(u) + operator(u) * streamline_v * ufl.dx
         L = f * v * ufl.dx + f * streamline_v * ufl.dx + neumann_term(v, domain_spec, bc)
         bcs, _ = dirichlet_conditions(V, domain_spec, bc)
@@ -59,7 +60,7 @@ def solve(case_spec):
     else:
         t0, dt, steps = time_grid(pde["time"])
         t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
-        forcing = pde["forcing"]["value"]
+        forcing = forcing_of(pde)
         f_mid = 0.5 * (to_ufl(forcing, msh, t_new) + to_ufl(forcing, msh, t_old))
         u_old = fem.Function(V)
         u_old.interpolate(fem.Expression(to_ufl(case_spec["ic"]["value"], msh), V.element.interpolation_points))

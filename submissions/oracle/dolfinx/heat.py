@@ -12,8 +12,8 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from _oracle_common import (build_mesh, dirichlet_conditions, domain_size, neumann_term, run_linear_steps,
-                            sample_on_grid, time_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (build_mesh, dirichlet_conditions, domain_size, forcing_of, neumann_term,
+                            run_linear_steps, sample_on_grid, time_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -34,7 +34,7 @@ def solve(case_spec):
     t_new = fem.Constant(msh, PETSc.ScalarType(t0))
     t_old = fem.Constant(msh, PETSc.ScalarType(t0))
     kappa = to_ufl(pde.get("params", {}).get("kappa", 1.0), msh)
-    forcing = pde["forcing"]["value"]
+    forcing = forcing_of(pde)
     f_new, f_old = to_ufl(forcing, msh, t_new), to_ufl(forcing, msh, t_old)
 
     u_old = fem.Function(V)

@@ -11,8 +11,8 @@ import ufl
 from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_options, domain_size, neumann_term,
-                            sample_on_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
+                            neumann_term, sample_on_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -31,7 +31,7 @@ def solve(case_spec):
     V = fem.functionspace(msh, ("Lagrange", DEGREE))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k ** 2 * u * v) * ufl.dx
-    L = to_ufl(pde["forcing"]["value"], msh) * v * ufl.dx + neumann_term(v, domain_spec, bc)
+    L = to_ufl(forcing_of(pde), msh) * v * ufl.dx + neumann_term(v, domain_spec, bc)
     bcs, _ = dirichlet_conditions(V, domain_spec, bc)
     problem = LinearProblem(a, L, bcs=bcs, petsc_options=direct_solver_options(), petsc_options_prefix="helmholtz_")
     uh = problem.solve()

@@ -9,8 +9,8 @@ import ufl
 from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, dirichlet_conditions, direct_solver_options, domain_size, neumann_term,
-                            sample_on_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
+                            neumann_term, sample_on_grid, to_ufl, unsupported, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -27,7 +27,7 @@ def solve(case_spec):
     V = fem.functionspace(msh, ("Lagrange", DEGREE))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     kappa = to_ufl(pde.get("params", {}).get("kappa", 1.0), msh)
-    f = to_ufl(pde["forcing"]["value"], msh)
+    f = to_ufl(forcing_of(pde), msh)
     a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
     L = f * v * ufl.dx + neumann_term(v, domain_spec, bc)
     bcs, _ = dirichlet_conditions(V, domain_spec, bc)

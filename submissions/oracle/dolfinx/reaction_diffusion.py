@@ -8,8 +8,8 @@ import time
 
 import ufl
 
-from _oracle_common import (domain_size, neumann_term, run_newton_steps, sample_on_grid, scalar_transient_setup,
-                            to_ufl, write_outputs)
+from _oracle_common import (domain_size, forcing_of, neumann_term, run_newton_steps, sample_on_grid,
+                            scalar_transient_setup, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -22,7 +22,7 @@ def solve(case_spec):
     msh, uh, u_old, t_new, t_old, dt = s["msh"], s["uh"], s["u_old"], s["t_new"], s["t_old"], s["dt"]
     pde, domain_spec, bc = case_spec["pde"], case_spec["domain"], case_spec["bc"]
     v = ufl.TestFunction(s["V"])
-    eps, reaction, forcing = float(pde["params"]["epsilon"]), pde["params"].get("reaction", 0.0), pde["forcing"]["value"]
+    eps, reaction, forcing = float(pde["params"]["epsilon"]), pde["params"].get("reaction", 0.0), forcing_of(pde)
     F = ((uh - u_old) / dt * v + eps * ufl.inner(ufl.grad(0.5 * (uh + u_old)), ufl.grad(v))
          + 0.5 * (to_ufl(reaction, msh, u=uh) + to_ufl(reaction, msh, u=u_old)) * v
          - 0.5 * (to_ufl(forcing, msh, t_new) + to_ufl(forcing, msh, t_old)) * v) * ufl.dx

@@ -12,7 +12,7 @@ from dolfinx import fem
 from dolfinx.fem.petsc import apply_lifting, assemble_matrix, assemble_vector, create_vector, set_bc
 from petsc4py import PETSc
 
-from _oracle_common import (direct_solver_options, domain_size, linear_solver, sample_on_grid,
+from _oracle_common import (direct_solver_options, domain_size, forcing_of, linear_solver, sample_on_grid,
                             scalar_transient_setup, to_ufl, write_outputs)
 
 DEGREE = 2
@@ -28,7 +28,7 @@ def solve(case_spec):
     pde = case_spec["pde"]
     c2 = float(pde["params"]["c"]) ** 2
     u, w = ufl.TrialFunction(V), ufl.TestFunction(V)
-    forcing = pde["forcing"]["value"]
+    forcing = forcing_of(pde)
     f_new = to_ufl(forcing, msh, t_new)
 
     v_n = fem.Function(V)  # velocity
