@@ -9,6 +9,7 @@
                                             run time, never committed) to this layout
     pdebench build-references CASES.jsonl   numerical references for records without an
                                             exact solution (needs DOLFINx)
+    pdebench calibration-summary            e_base, tau_acc and t_base distributions
 """
 
 from __future__ import annotations
@@ -142,6 +143,26 @@ def _build_references(args) -> int:
     return 0 if kept == len(todo) else 1
 
 
+def _calibration_summary(args) -> int:
+    from .calibration import Alphas, CalibrationStore
+    from .cases import load_cases
+    from .report import calibration_tables
+
+    store = CalibrationStore(Path(args.calibrations))
+    rows = []
+    for _, _, record in load_cases(Path(args.cases)):
+        thresholds = store.thresholds(record, args.library, Alphas())
+        if thresholds is not None and args.library in record.supported_libraries:
+            rows.append({"family": record.family, "method": record.evaluation_metadata.construction_method,
+                         "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc})
+    if not rows:
+        print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
+        return 1
+    family_table, distribution = calibration_tables(rows, args.format)
+    print(f"{args.library} on {store.machine}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -175,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
                           help="where to write (keep it out of git: derived from CC BY data)")
     upstream.set_defaults(func=_import_upstream)
+
+    summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
+    summary.add_argument("--library", default="dolfinx")
+    summary.add_argument("--cases", default="cases")
+    summary.add_argument("--calibrations", default="calibrations")
+    summary.add_argument("--format", default="simple")
+    summary.set_defaults(func=_calibration_summary)
 
     references = commands.add_parser("build-references", help="numerical references (needs DOLFINx)")
     references.add_argument("cases")

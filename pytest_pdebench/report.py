@@ -44,3 +44,40 @@ def stage_rates(verdicts: list[dict]) -> dict:
     rate = lambda part, whole: (len(part) / len(whole)) if whole else None  # noqa: E731
     return {"items": n, "exec_rate": rate(executed, verdicts), "acc_rate": rate(accurate, executed),
             "time_rate": rate(passed, accurate), "pass_rate": rate(passed, verdicts)}
+
+
+def _percentiles(values: list[float]) -> list[str]:
+    import numpy as np
+
+    if not values:
+        return ["-"] * 5
+    return [f"{v:.1e}" for v in np.percentile(values, [0, 5, 50, 95, 100])]
+
+
+def calibration_tables(rows: list[dict], fmt: str = "simple") -> tuple[str, str]:
+    """Paper-style summaries of a calibration: per family (Table 6) and the e_base /
+    tau_acc distribution (Table 7). ``rows``: family, method, e_base, t_base, tau_acc."""
+    from tabulate import tabulate
+    import numpy as np
+
+    families = sorted({r["family"] for r in rows})
+    per_family = []
+    for family in families + ["all"]:
+        part = [r for r in rows if family in ("all", r["family"])]
+        errors = [r["e_base"] for r in part]
+        per_family.append([family, len(part), sum(r["method"] == "manufactured_solution" for r in part),
+                           sum(r["method"] == "reference_numerical" for r in part),
+                           f"{np.median(errors):.1e}", f"{np.percentile(errors, 95):.1e}", f"{max(errors):.1e}",
+                           f"{np.median([r['t_base'] for r in part]):.2f}"])
+    family_table = tabulate(per_family, headers=["family", "cases", "MMS", "no-exact", "median e_base",
+                                                 "95th e_base", "max e_base", "median t_base [s]"],
+                            tablefmt=fmt, disable_numparse=True)
+    groups = [("all cases", [r["e_base"] for r in rows]),
+              ("manufactured", [r["e_base"] for r in rows if r["method"] == "manufactured_solution"]),
+              ("no-exact, ref-based", [r["e_base"] for r in rows if r["method"] == "reference_numerical"]),
+              ("tau_acc (all, after floor)", [r["tau_acc"] for r in rows]),
+              ("t_base [s]", [r["t_base"] for r in rows])]
+    distribution = tabulate([[name, len(values), *_percentiles(values)] for name, values in groups],
+                            headers=["", "n", "min", "5th pct", "median", "95th pct", "max"], tablefmt=fmt,
+                            disable_numparse=True)
+    return family_table, distribution

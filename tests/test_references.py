@@ -9,9 +9,10 @@ from conftest import ORACLE, record_dict
 from pytest_pdebench.build.references import build_reference
 from pytest_pdebench.cases import CaseRecord
 
-pytestmark = pytest.mark.usefixtures("dolfinx_available")
+dolfinx = pytest.mark.usefixtures("dolfinx_available")
 
 
+@dolfinx
 def test_reference_is_built_checked_and_stored(tmp_path):
     record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))
     record.evaluation_metadata.reference_path = None
@@ -24,6 +25,7 @@ def test_reference_is_built_checked_and_stored(tmp_path):
     assert record.evaluation_metadata.reference_config["g12"] == pytest.approx(outcome.g12)
 
 
+@dolfinx
 def test_a_case_the_oracle_cannot_solve_is_discarded(tmp_path):
     data = record_dict("poisson_gaussian_source_l_shape")
     data["case_spec"]["bc"] = {"periodic": {"directions": ["x"]}, "dirichlet": {"on": "boundary", "value": 0}}
@@ -34,3 +36,28 @@ def test_a_case_the_oracle_cannot_solve_is_discarded(tmp_path):
     assert not outcome.kept
     assert "oracle failed: NotImplementedError" in outcome.reason and "periodic" in outcome.reason
     assert not (tmp_path / "references").exists()
+
+
+@dolfinx
+def test_a_flow_the_elements_resolve_exactly_is_kept(tmp_path):
+    """Poiseuille flow is quadratic: P2 velocities reproduce it, so the level gaps are
+    rounding noise and must not count as non-convergence."""
+    data = record_dict("stokes_lid_driven_cavity", new_id="poiseuille_channel")
+    data["case_spec"]["bc"]["dirichlet"] = [{"on": "x_min", "value": ["4*y*(1 - y)", "0"]},
+                                           {"on": ["y_min", "y_max"], "value": ["0", "0"]}]
+    record = CaseRecord.model_validate(data)
+    record.evaluation_metadata.reference_path = None
+    outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
+    assert outcome.kept, outcome.reason
+    assert outcome.e_base_estimate < 1e-10
+
+
+def test_calibration_tables_follow_the_papers_layout():
+    from pytest_pdebench.report import calibration_tables
+
+    rows = [{"family": "poisson", "method": "manufactured_solution", "e_base": 1e-5, "t_base": 0.5, "tau_acc": 1e-4},
+            {"family": "heat", "method": "reference_numerical", "e_base": 2e-4, "t_base": 1.5, "tau_acc": 2e-3}]
+    per_family, distribution = calibration_tables(rows)
+    assert per_family.splitlines()[-1].split()[:4] == ["all", "2", "1", "1"]
+    tau_row = next(line for line in distribution.splitlines() if line.startswith("tau_acc"))
+    assert "1.0e-04" in tau_row and "2.0e-03" in tau_row
