@@ -1,0 +1,69 @@
+"""Ctrl-C in the middle of a run: finished items keep their verdicts, the JSON report is
+written, the running solver is killed, and --pde-resume picks up where it stopped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import NUMPY_PRELUDE, record_dict, write_calibration, write_jsonl
+
+pytestmark = pytest.mark.usefixtures("dolfinx_available")
+
+
+def _running(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
+    marker = f"pdebench-slow-{uuid.uuid4().hex}"
+    solvers = tmp_path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "quick.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n"
+                                      "    write(u, x, y)\n")
+    (solvers / "slow.py").write_text(f"import subprocess\n\ndef solve(case_spec):\n"
+                                     f"    subprocess.run(['sh', '-c', 'sleep 600; echo {marker}'])\n")
+    records = [record_dict(new_id=name, nx=20, ny=20) for name in ("quick", "slow")]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0)
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+               f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
+               f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}",
+               "--json-report", f"--json-report-file={report}"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not _running(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _running(marker), "the slow solver never started"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
+    time.sleep(0.5)
+    assert not _running(marker), "the interrupted solver is still running"
+    verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
+    assert verdict["outcome"] == "PASS"
+    tests = json.loads(report.read_text())["tests"]
+    assert [t["metadata"]["pde"]["case_id"] for t in tests if "metadata" in t] == ["quick"]
+
+    # resume: the finished item is reused, not run again
+    (solvers / "slow.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n"
+                                     "    write(u, x, y)\n")
+    before = (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").stat().st_mtime
+    done = subprocess.run(command + ["--pde-resume", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "2 passed" in done.stdout, done.stdout[-2000:]
+    assert (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").stat().st_mtime == before
