@@ -385,29 +385,43 @@ def time_grid(time_spec, min_steps=10):
 def run_linear_steps(a, L, dirichlet, refresh, u_new, u_old, t_old, t_new, t0, dt, steps, prefix):
     """Time loop of a linear one-step scheme whose matrix does not change: assemble and
     factorize once, re-assemble only the right-hand side. Returns the worst KSP reason."""
-    from dolfinx.fem.petsc import apply_lifting, assemble_matrix, assemble_vector, create_vector, set_bc
-    from petsc4py import PETSc
-
-    A = assemble_matrix(a, bcs=dirichlet)
-    A.assemble()
-    ksp = linear_solver(A, prefix, direct_solver_options())
-    b = create_vector(u_new.function_space)
+    step_solver = LinearStep(a, L, dirichlet, u_new, prefix)
     reason = 1
     for step in range(1, steps + 1):
         t_old.value = t0 + (step - 1) * dt
         t_new.value = t0 + step * dt
         refresh()
-        with b.localForm() as local:
-            local.set(0.0)
-        assemble_vector(b, L)
-        apply_lifting(b, [a], [dirichlet])
-        b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
-        set_bc(b, dirichlet)
-        ksp.solve(b, u_new.x.petsc_vec)
-        reason = min(reason, ksp.getConvergedReason())
-        u_new.x.scatter_forward()
+        reason = min(reason, step_solver.solve())
         u_old.x.array[:] = u_new.x.array
     return reason
+
+
+class LinearStep:
+    """A fixed matrix, factorized once; solve() re-assembles the right-hand side L with
+    the current Dirichlet data and writes the solution into u. Returns the KSP reason."""
+
+    def __init__(self, a, L, dirichlet, u, prefix):
+        from dolfinx.fem.petsc import assemble_matrix, create_vector
+
+        self.a, self.L, self.dirichlet, self.u = a, L, dirichlet, u
+        A = assemble_matrix(a, bcs=dirichlet)
+        A.assemble()
+        self.ksp = linear_solver(A, prefix, direct_solver_options())
+        self.b = create_vector(u.function_space)
+
+    def solve(self):
+        from dolfinx.fem.petsc import apply_lifting, assemble_vector, set_bc
+        from petsc4py import PETSc
+
+        with self.b.localForm() as local:
+            local.set(0.0)
+        assemble_vector(self.b, self.L)
+        apply_lifting(self.b, [self.a], [self.dirichlet])
+        self.b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
+        set_bc(self.b, self.dirichlet)
+        self.ksp.solve(self.b, self.u.x.petsc_vec)
+        self.u.x.scatter_forward()
+        return self.ksp.getConvergedReason()
 
 
 def covers_whole_boundary(msh, domain_spec, condition_list):
@@ -481,16 +495,24 @@ def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, ste
     return reason, iterations
 
 
+def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False):
+    """(mesh, Lagrange space, h, domain size) at h = L / cells; refuses unsupported BCs."""
+    unsupported(case_spec.get("bc", {}))
+    domain_spec = case_spec["domain"]
+    dim = 3 if "nz" in case_spec["eval_grid"] else 2
+    size = domain_size(domain_spec)
+    h = size / (cells_3d if dim == 3 else cells_2d)
+    msh = build_mesh(domain_spec, h)
+    V = fem.functionspace(msh, ("Lagrange", degree, (dim,)) if vector else ("Lagrange", degree))
+    return msh, V, h, size
+
+
 def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2):
     """Mesh, space, time grid, time Constants, u_old = ic, uh = copy, Dirichlet data."""
     from petsc4py import PETSc
 
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    h = domain_size(domain_spec) / (cells_3d if dim == 3 else cells_2d)
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", degree))
+    msh, V, h, _ = mesh_and_space(case_spec, cells_2d, cells_3d, degree)
     t0, dt, steps = time_grid(pde["time"])
     t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
     u_old = fem.Function(V)

@@ -9,11 +9,10 @@ h = L/48, direct LU (MUMPS).
 import time
 
 import ufl
-from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
-                            sample_on_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space,
+                            sample_on_grid, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -23,14 +22,9 @@ CELLS_PER_LENGTH_3D = 12
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
-    unsupported(bc)
     if "laplacian" not in bc:
         raise ValueError("a biharmonic case needs lap(u) on the boundary (bc.laplacian)")
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    size = domain_size(domain_spec)
-    h = size / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE))
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
     minus_laplacian = {"dirichlet": [{"on": c["on"], "value": f"-({c['value']})"} for c in _as_list(bc["laplacian"])]}

@@ -13,9 +13,8 @@ from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 from petsc4py import PETSc
 
-from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
-                            neumann_term, run_linear_steps, sample_on_grid, time_grid, to_ufl, unsupported,
-                            write_outputs)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space,
+                            neumann_term, run_linear_steps, sample_on_grid, time_grid, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -25,12 +24,7 @@ CELLS_PER_LENGTH_3D = 12
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    size = domain_size(domain_spec)
-    h = size / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE))
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     params = pde["params"]
     eps = fem.Constant(msh, PETSc.ScalarType(float(params["epsilon"])))

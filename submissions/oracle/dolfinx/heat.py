@@ -12,8 +12,8 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from _oracle_common import (build_mesh, dirichlet_conditions, domain_size, forcing_of, neumann_term,
-                            run_linear_steps, sample_on_grid, time_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (dirichlet_conditions, forcing_of, mesh_and_space, neumann_term, run_linear_steps,
+                            sample_on_grid, time_grid, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -23,13 +23,8 @@ CELLS_PER_LENGTH_3D = 10
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    h = domain_size(domain_spec) / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
     t0, dt, steps = time_grid(pde["time"])
-
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE))
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     t_new = fem.Constant(msh, PETSc.ScalarType(t0))
     t_old = fem.Constant(msh, PETSc.ScalarType(t0))
@@ -51,7 +46,7 @@ def solve(case_spec):
 
     axes, u_grid = sample_on_grid(u_new, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain_size(domain_spec) / h), "element_degree": DEGREE,
+        "mesh_resolution": round(size / h), "element_degree": DEGREE,
         "num_dofs": V.dofmap.index_map.size_global, "num_time_steps": steps, "dt": dt,
         "time_scheme": "crank_nicolson", "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),

@@ -8,11 +8,10 @@ import math
 import time
 
 import ufl
-from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
-                            neumann_term, sample_on_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
+                            mesh_and_space, neumann_term, sample_on_grid, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -22,13 +21,11 @@ CELLS_PER_LENGTH_3D = 12
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
     k = float(pde["params"]["k"])
     size = domain_size(domain_spec)
-    h = min(size / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH), 2 * math.pi / (12 * max(k, 1e-12)))
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE))
+    per_wavelength = math.ceil(12 * k * size / (2 * math.pi))  # at least 12 nodes per wavelength
+    msh, V, h, size = mesh_and_space(case_spec, max(CELLS_PER_LENGTH, per_wavelength),
+                                     max(CELLS_PER_LENGTH_3D, per_wavelength), DEGREE)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k ** 2 * u * v) * ufl.dx
     L = to_ufl(forcing_of(pde), msh) * v * ufl.dx + neumann_term(v, domain_spec, bc)

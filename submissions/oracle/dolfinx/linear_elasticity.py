@@ -8,11 +8,10 @@ Parts of the boundary without Dirichlet data are traction free.
 import time
 
 import ufl
-from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, direct_solver_options, domain_size, sample_on_grid, unsupported,
-                            vector_dirichlet_conditions, vector_forcing, vector_outputs, write_outputs)
+from _oracle_common import (direct_solver_options, mesh_and_space, sample_on_grid, vector_dirichlet_conditions,
+                            vector_forcing, vector_outputs, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -29,12 +28,8 @@ def lame(params):
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    size = domain_size(domain_spec)
-    h = size / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE, (dim,)))
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE, vector=True)
+    dim = msh.geometry.dim
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     mu, lmbda = lame(pde["params"])
 

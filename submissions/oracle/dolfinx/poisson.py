@@ -6,11 +6,10 @@ P2 Lagrange on a mesh of size h = L/48 (2-D) or L/12 (3-D), direct LU (MUMPS).
 import time
 
 import ufl
-from dolfinx import fem
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (build_mesh, direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
-                            neumann_term, sample_on_grid, to_ufl, unsupported, write_outputs)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space,
+                            neumann_term, sample_on_grid, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -20,11 +19,7 @@ CELLS_PER_LENGTH_3D = 12
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
-    unsupported(bc)
-    dim = 3 if "nz" in case_spec["eval_grid"] else 2
-    h = domain_size(domain_spec) / (CELLS_PER_LENGTH_3D if dim == 3 else CELLS_PER_LENGTH)
-    msh = build_mesh(domain_spec, h)
-    V = fem.functionspace(msh, ("Lagrange", DEGREE))
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     kappa = to_ufl(pde.get("params", {}).get("kappa", 1.0), msh)
     f = to_ufl(forcing_of(pde), msh)
@@ -37,7 +32,7 @@ def solve(case_spec):
     reason = problem.solver.getConvergedReason()
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain_size(domain_spec) / h), "element_degree": DEGREE,
+        "mesh_resolution": round(size / h), "element_degree": DEGREE,
         "num_dofs": V.dofmap.index_map.size_global, "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),
     })

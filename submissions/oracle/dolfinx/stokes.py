@@ -11,7 +11,7 @@ import time
 from dolfinx.fem.petsc import LinearProblem
 
 from _flow import TaylorHood
-from _oracle_common import direct_solver_options, unsupported
+from _oracle_common import (direct_solver_options, unsupported)
 
 
 def solve(case_spec):

@@ -9,11 +9,11 @@ import time
 
 import ufl
 from dolfinx import fem
-from dolfinx.fem.petsc import apply_lifting, assemble_matrix, assemble_vector, create_vector, set_bc
+from dolfinx.fem.petsc import assemble_matrix, assemble_vector
 from petsc4py import PETSc
 
-from _oracle_common import (direct_solver_options, domain_size, forcing_of, linear_solver, sample_on_grid,
-                            scalar_transient_setup, to_ufl, write_outputs)
+from _oracle_common import (LinearStep, direct_solver_options, domain_size, forcing_of, linear_solver,
+                            sample_on_grid, scalar_transient_setup, to_ufl, write_outputs)
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -45,25 +45,13 @@ def solve(case_spec):
     predictor = u_n + dt * v_n + (0.5 - BETA) * dt * dt * a_n  # known part of u_{n+1}
     a = fem.form((k * u * w + c2 * ufl.inner(ufl.grad(u), ufl.grad(w))) * ufl.dx)
     L = fem.form((f_new * w + k * predictor * w) * ufl.dx)
-    dirichlet = s["dirichlet"]
-    A = assemble_matrix(a, bcs=dirichlet)
-    A.assemble()
-    ksp = linear_solver(A, "wave_", direct_solver_options())
-    b = create_vector(V)
     u_next = fem.Function(V)
+    step_solver = LinearStep(a, L, s["dirichlet"], u_next, "wave_")
     reason = 1
     for step in range(1, s["steps"] + 1):
         t_new.value = s["t0"] + step * dt
         s["refresh"]()
-        with b.localForm() as local:
-            local.set(0.0)
-        assemble_vector(b, L)
-        apply_lifting(b, [a], [dirichlet])
-        b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
-        set_bc(b, dirichlet)
-        ksp.solve(b, u_next.x.petsc_vec)
-        reason = min(reason, ksp.getConvergedReason())
-        u_next.x.scatter_forward()
+        reason = min(reason, step_solver.solve())
         a_next = k * (u_next.x.array - u_n.x.array - dt * v_n.x.array) - (0.5 - BETA) / BETA * a_n.x.array
         v_n.x.array[:] += dt * ((1 - GAMMA) * a_n.x.array + GAMMA * a_next)
         a_n.x.array[:] = a_next
