@@ -137,3 +137,13 @@ def test_numerical_reference_cases_have_their_files():
     for record in records:
         assert (CASES_DIR / record.evaluation_metadata.reference_path).is_file(), record.id
         assert record.evaluation_metadata.reference_config["e_base_estimate"] < 0.05
+
+
+def test_library_coverage_follows_table_3b():
+    records = [r for _, _, r in load_cases(CASES_DIR)]
+    assert all("dolfinx" in r.supported_libraries for r in records)
+    assert {r.family for r in records if "firedrake" in r.supported_libraries} == {
+        "poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",
+        "reaction_diffusion", "stokes"}
+    assert {r.family for r in records if "dealii" in r.supported_libraries} - {
+        r.family for r in records if "firedrake" in r.supported_libraries} == {"navier_stokes"}

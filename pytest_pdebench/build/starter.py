@@ -251,8 +251,19 @@ def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
         "evaluation_metadata": {**metadata, "calibration_config": {"baseline": "submissions/oracle",
                                                                    "libraries": ["dolfinx"]}},
         "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
-        "supported_libraries": ["dolfinx", "firedrake", "dealii"],
+        "supported_libraries": libraries_for(design.family),
     })
+
+
+# which tracks carry which families (the paper's Table 3b)
+FIREDRAKE_FAMILIES = {"poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",
+                      "reaction_diffusion", "stokes"}
+DEALII_FAMILIES = FIREDRAKE_FAMILIES | {"navier_stokes"}
+
+
+def libraries_for(family: str) -> list[str]:
+    return ["dolfinx"] + [library for library, families in (("firedrake", FIREDRAKE_FAMILIES),
+                                                              ("dealii", DEALII_FAMILIES)) if family in families]
 
 
 def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: dict, params: dict) -> CaseRecord:
