@@ -61,3 +61,13 @@ def test_calibration_tables_follow_the_papers_layout():
     assert per_family.splitlines()[-1].split()[:4] == ["all", "2", "1", "1"]
     tau_row = next(line for line in distribution.splitlines() if line.startswith("tau_acc"))
     assert "1.0e-04" in tau_row and "2.0e-03" in tau_row
+
+
+@dolfinx
+def test_levels_refine_three_dimensional_meshes_too():
+    from pytest_pdebench.build.refinement import run_oracle
+
+    record = CaseRecord.model_validate(record_dict("poisson_unit_cube"))
+    spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
+    dofs = [run_oracle(ORACLE / "dolfinx", "poisson", spec, arrays, level)[1]["num_dofs"] for level in (0.5, 1.0)]
+    assert dofs[0] < dofs[1] / 4, dofs

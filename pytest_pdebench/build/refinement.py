@@ -2,8 +2,8 @@
 convergence studies. The oracle is the project's own trusted code, so it runs here in
 the calling process (which must have DOLFINx), not in the sandbox.
 
-A level is a multiple of the oracle's own resolution: cells per length scale with it
-and the largest time step with its -1.5th power, so an O(dt^2) time error stays below
+A level is a multiple of the oracle's own resolution: cells per length (2-D and 3-D)
+scale with it and the largest time step with its -1.5th power, so an O(dt^2) time error stays below
 the O(h^3) error of P2 elements.
 """
 
@@ -31,9 +31,10 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     common = importlib.import_module("_oracle_common")
     module = importlib.import_module(family)
     sized = importlib.import_module("_flow") if family in FLOWS else module
-    base_cells, base_dt = sized.CELLS_PER_LENGTH, common.DT_MAX
-    sized.CELLS_PER_LENGTH = round(base_cells * level)
-    common.DT_MAX = base_dt / level ** 1.5
+    base = (sized.CELLS_PER_LENGTH, sized.CELLS_PER_LENGTH_3D, common.DT_MAX)
+    sized.CELLS_PER_LENGTH = round(base[0] * level)
+    sized.CELLS_PER_LENGTH_3D = max(2, round(base[1] * level))
+    common.DT_MAX = base[2] / level ** 1.5
     cwd = os.getcwd()
     try:
         with tempfile.TemporaryDirectory() as work:
@@ -44,5 +45,5 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
             info = json.loads(Path("meta.json").read_text()).get("solver_info", {})
     finally:
         os.chdir(cwd)
-        sized.CELLS_PER_LENGTH, common.DT_MAX = base_cells, base_dt
+        sized.CELLS_PER_LENGTH, sized.CELLS_PER_LENGTH_3D, common.DT_MAX = base
     return fields, info
