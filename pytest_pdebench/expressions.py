@@ -132,6 +132,3 @@ def evaluate_vector(sources: Sequence[ExpressionLike], points: np.ndarray, time:
     """Evaluate a vector of expressions: result shape (N, len(sources))."""
     return np.stack([evaluate(s, points, time) for s in sources], axis=1)
 
-
-def free_symbols(source: ExpressionLike) -> set[str]:
-    return {str(s) for s in parse_expression(source).free_symbols}
