@@ -8,8 +8,7 @@ import time
 
 import ufl
 
-from _oracle_common import (domain_size, forcing_of, neumann_term, run_newton_steps, sample_on_grid,
-                            scalar_transient_setup, to_ufl, write_outputs)
+from _oracle_common import solve_crank_nicolson_newton
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -18,25 +17,11 @@ CELLS_PER_LENGTH_3D = 10
 
 def solve(case_spec):
     started = time.perf_counter()
-    s = scalar_transient_setup(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
-    msh, uh, u_old, t_new, t_old, dt = s["msh"], s["uh"], s["u_old"], s["t_new"], s["t_old"], s["dt"]
-    pde, domain_spec, bc = case_spec["pde"], case_spec["domain"], case_spec["bc"]
-    v = ufl.TestFunction(s["V"])
-    nu, forcing = float(pde["params"]["nu"]), forcing_of(pde)
+    nu = float(case_spec["pde"]["params"]["nu"])
 
-    def convection(w):  # w * (dw/dx + dw/dy [+ dw/dz])
-        return w * sum(w.dx(i) for i in range(msh.geometry.dim))
+    def operator(w, v):  # w (dw/dx + dw/dy [+ dw/dz]) - nu lap(w), weakly
+        dim = w.ufl_function_space().mesh.geometry.dim
+        return nu * ufl.inner(ufl.grad(w), ufl.grad(v)) + w * sum(w.dx(i) for i in range(dim)) * v
 
-    F = ((uh - u_old) / dt * v + nu * ufl.inner(ufl.grad(0.5 * (uh + u_old)), ufl.grad(v))
-         + 0.5 * (convection(uh) + convection(u_old)) * v
-         - 0.5 * (to_ufl(forcing, msh, t_new) + to_ufl(forcing, msh, t_old)) * v) * ufl.dx
-    F -= 0.5 * (neumann_term(v, domain_spec, bc, t_new) + neumann_term(v, domain_spec, bc, t_old))
-    reason, newton = run_newton_steps(F, uh, u_old, s["dirichlet"], s["refresh"], t_old, t_new, s["t0"], dt,
-                                      s["steps"], "burgers_")
-    axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], s["h"])
-    write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain_size(domain_spec) / s["h"]), "element_degree": DEGREE,
-        "num_dofs": s["V"].dofmap.index_map.size_global, "num_time_steps": s["steps"], "dt": dt,
-        "time_scheme": "crank_nicolson", "newton_iterations": newton, "snes_type": "newtonls", "pc_type": "lu",
-        "converged": bool(reason > 0), "converged_reason": int(reason),
-    })
+    solve_crank_nicolson_newton(case_spec, operator, "burgers_", CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE,
+                                started)
