@@ -10,6 +10,7 @@
     pdebench build-references CASES.jsonl   numerical references for records without an
                                             exact solution (needs DOLFINx)
     pdebench calibration-summary            e_base, tau_acc and t_base distributions
+    pdebench build-suite                    the full suite from build/design_matrix.toml
 """
 
 from __future__ import annotations
@@ -143,6 +144,24 @@ def _build_references(args) -> int:
     return 0 if kept == len(todo) else 1
 
 
+def _build_suite(args) -> int:
+    from .build.suite import suite_records
+    from .cases import carry_over_built_fields, load_cases, write_case_file
+
+    def progress(index, total, case_id):
+        if index % 25 == 0 or index == total:
+            print(f"[{index}/{total}] {case_id}", flush=True)
+
+    path = Path(args.output)
+    records = suite_records(progress=progress)
+    if path.is_file():
+        carry_over_built_fields(records, [r for _, _, r in load_cases(path)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_case_file(path, records)
+    print(f"wrote {len(records)} cases to {path}")
+    return 0
+
+
 def _calibration_summary(args) -> int:
     from .calibration import Alphas, CalibrationStore
     from .cases import load_cases
@@ -196,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
                           help="where to write (keep it out of git: derived from CC BY data)")
     upstream.set_defaults(func=_import_upstream)
+
+    suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
+    suite.add_argument("--output", default="reports/suite/suite.jsonl",
+                       help="where to write (move into cases/ once references and calibration exist)")
+    suite.set_defaults(func=_build_suite)
 
     summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
     summary.add_argument("--library", default="dolfinx")

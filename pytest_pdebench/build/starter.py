@@ -5,6 +5,7 @@ covers, on five 2-D domains and the unit cube. Written to ``cases/starter.jsonl`
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..cases import CaseRecord
@@ -36,6 +37,8 @@ class Design:
     structure: tuple[str, ...] = ()
     difficulty: str = "easy"
     p: str | None = None  # exact pressure of a flow
+    math_types: tuple[str, ...] = ()  # overrides the family's default math type
+    libraries: tuple[str, ...] = ()  # overrides the family's default tracks
     output: str | tuple[str, ...] = "scalar"  # a field name, or component array names
     # data of a case without an exact solution: forcing, Dirichlet value(s) per tag, initial value
     forcing: str | tuple[str, ...] = "0"
@@ -46,6 +49,8 @@ class Design:
         return {"kappa": self.kappa} if self.family in ("poisson", "heat") else dict(self.params)
 
     def math_type(self) -> list[str]:
+        if self.math_types:
+            return list(self.math_types)
         if self.family == "convection_diffusion":
             return ["parabolic" if self.t_end else "elliptic"]
         return [{"poisson": "elliptic", "heat": "parabolic", "helmholtz": "elliptic",
@@ -187,7 +192,9 @@ def build_record(design: Design) -> CaseRecord:
     from ..domains import resolve_geometry
     from . import mms
 
-    params = DOMAINS[design.domain]
+    params = DOMAINS.get(design.domain)
+    if params is None:  # the template's documented defaults, spelled out for the agent
+        params = json.loads(json.dumps(resolve_geometry({"type": design.domain}).params))
     geometry = resolve_geometry({"type": design.domain, "geometry_params": params})
     dim = geometry.dim
     bbox = list(geometry.bbox)
@@ -251,7 +258,7 @@ def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
         "evaluation_metadata": {**metadata, "calibration_config": {"baseline": "submissions/oracle",
                                                                    "libraries": ["dolfinx"]}},
         "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
-        "supported_libraries": libraries_for(design.family),
+        "supported_libraries": list(design.libraries) or libraries_for(design.family),
     })
 
 
@@ -272,11 +279,16 @@ def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: 
     pde["forcing"] = {"type": "expression", "value": forcing}
     conditions = [{"on": tag, "value": list(value) if isinstance(value, tuple) else value}
                   for tag, value in design.dirichlet]
-    case_spec = {"pde": pde, "domain": _domain_block(design, geometry, params),
-                 "bc": {"dirichlet": conditions[0] if len(conditions) == 1 else conditions},
+    bc = {"dirichlet": conditions[0] if len(conditions) == 1 else conditions}
+    if design.family == "biharmonic":  # simply supported: lap(u) = 0 where u is given
+        bc["laplacian"] = [{"on": c["on"], "value": "0"} for c in conditions]
+        bc["laplacian"] = bc["laplacian"][0] if len(conditions) == 1 else bc["laplacian"]
+    case_spec = {"pde": pde, "domain": _domain_block(design, geometry, params), "bc": bc,
                  "eval_grid": eval_grid, "output": _output_block(design)}
     if design.t_end is not None:
         case_spec["ic"] = {"value": design.initial}
+        if design.family == "wave":
+            case_spec["ic"]["velocity"] = "0"
     return _record(design, case_spec, {"construction_method": "reference_numerical",
                                        "reference_config": {"method": "oracle at 2x its own resolution"}})
 
