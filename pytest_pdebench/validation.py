@@ -62,6 +62,17 @@ def check_params(record: CaseRecord) -> str | None:
     return None
 
 
+def check_time_use(record: CaseRecord) -> str | None:
+    """A steady case's data must not depend on t (there is no time to evaluate it at)."""
+    if record.case_spec.pde.time is not None:
+        return None
+    from .expressions import parse_expression, t
+
+    timed = [where for where, value in record.expressions()
+             if where.startswith("case_spec") and t in parse_expression(value, allow=("u",)).free_symbols]
+    return f"a steady case uses t in {timed}" if timed else None
+
+
 def check_data_shapes(record: CaseRecord) -> str | None:
     """Vector families take vector forcing and boundary data, scalar ones scalars."""
     spec = record.case_spec
@@ -155,6 +166,7 @@ def _interior_points(record: CaseRecord):
 STATIC_CHECKS: dict[str, Callable] = {
     "math type": check_math_type,
     "parameters": check_params,
+    "time": check_time_use,
     "data shapes": check_data_shapes,
     "boundary data": check_boundary_data,
     "evaluation grid": check_grid,

@@ -23,6 +23,7 @@ RECORDS = [
     broken(lambda d: d["case_spec"]["eval_grid"].update(bbox=[2, 3, 2, 3]), "grid_outside"),
     broken(lambda d: d["case_spec"]["bc"].pop("dirichlet"), "no_boundary_data"),
     broken(lambda d: d["case_spec"]["eval_grid"].update(ny=1), "bad_schema"),
+    broken(lambda d: d["case_spec"]["bc"]["dirichlet"].update(value="sin(pi*x)*sin(pi*y)*exp(-t)"), "steady_uses_t"),
     broken(lambda d: (d["case_spec"]["pde"].update(type="biharmonic", params={},
                                                    forcing={"type": "expression", "value": "4*pi**4*sin(pi*x)*sin(pi*y)"}),
                       d["pde_classification"].update(equation_family="biharmonic")), "plate_missing_second_bc"),
@@ -34,9 +35,10 @@ EXPECTED = {
     "grid_outside[validate]": "evaluation grid: only 0 grid points (0%) lie inside the domain",
     "no_boundary_data[validate]": "boundary data: no Dirichlet, Robin or periodic condition",
     "plate_missing_second_bc[validate]": "needs bc.laplacian on the same tags as bc.dirichlet",
+    "steady_uses_t[validate]": "time: a steady case uses t in ['case_spec.bc.dirichlet[0].value']",
     "bad_schema[validate]": "new_cases.jsonl:6: record 'bad_schema' does not match cases/schema.json",
-    "line9[validate]": "new_cases.jsonl:9: malformed JSON",
-    "good_case[validate:line8]": "new_cases.jsonl:8: duplicate case id 'good_case'",
+    "line10[validate]": "new_cases.jsonl:10: malformed JSON",
+    "good_case[validate:line9]": "new_cases.jsonl:9: duplicate case id 'good_case'",
 }
 
 
@@ -52,7 +54,7 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
     report = pytester.path / "report.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={cases_file}", "--pde-validate-static",
                                 "--json-report", f"--json-report-file={report}")
-    result.assert_outcomes(passed=1, failed=8)
+    result.assert_outcomes(passed=1, failed=9)
     tests = json.loads(report.read_text())["tests"]
     failures = {t["nodeid"].split("::")[-1]: t["call"]["longrepr"] for t in tests if t["outcome"] == "failed"}
     assert set(failures) == set(EXPECTED)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..expressions import expression_to_string, parse_expression, x, y
+from ..expressions import expression_to_string, parse_expression, t, x, y
 from .starter import Design, build_record
 
 DESIGN_FILE = Path(__file__).with_name("design_matrix.toml")
@@ -43,7 +43,7 @@ def velocity_from_stream(psi: str) -> tuple[str, str]:
 
 def _steady(solution: str, transient: bool) -> str:
     """A steady regime takes the solution at t = 0 (its data must not mention t)."""
-    return solution if transient else expression_to_string(parse_expression(solution).subs("t", 0))
+    return solution if transient else expression_to_string(parse_expression(solution).subs(t, 0))
 
 
 def _exact_choices(family: str, spec: dict, domain: str):
