@@ -392,6 +392,15 @@ def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord
                 setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
 
 
+def rewrite_case_file(path: Path, records: list[CaseRecord]) -> None:
+    """Write regenerated records, keeping what was built for unchanged ones since."""
+    path = Path(path)
+    if path.is_file():
+        carry_over_built_fields(records, [record for _, record in iter_case_file(path)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_case_file(path, records)
+
+
 def write_case_file(path: Path, records: list[CaseRecord]) -> None:
     lines = [json.dumps(r.model_dump(mode="json", exclude_none=True), separators=(",", ":")) for r in records]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

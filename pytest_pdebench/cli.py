@@ -40,13 +40,11 @@ def _schema(args) -> int:
 
 def _build_starter(args) -> int:
     from .build.starter import starter_records
-    from .cases import carry_over_built_fields, load_cases, write_case_file
+    from .cases import rewrite_case_file
 
     path = Path(args.output)
     records = starter_records()
-    if path.is_file():
-        carry_over_built_fields(records, [r for _, _, r in load_cases(path)])
-    write_case_file(path, records)
+    rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
 
@@ -101,7 +99,7 @@ def _import_upstream(args) -> int:
     from collections import Counter
 
     from .build.upstream import import_file
-    from .cases import carry_over_built_fields, iter_case_file, write_case_file
+    from .cases import rewrite_case_file
 
     source = Path(args.source)
     if not source.is_file():
@@ -109,10 +107,7 @@ def _import_upstream(args) -> int:
         return 2
     records, problems = import_file(source)
     output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if output.is_file():
-        carry_over_built_fields(records, [r for _, r in iter_case_file(output)])
-    write_case_file(output, records)
+    rewrite_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")
     rejected.write_text(json.dumps([{"line": line, "id": case_id, "reason": reason}
                                     for line, case_id, reason in problems], indent=1) + "\n")
@@ -146,7 +141,7 @@ def _build_references(args) -> int:
 
 def _build_suite(args) -> int:
     from .build.suite import suite_records
-    from .cases import carry_over_built_fields, load_cases, write_case_file
+    from .cases import rewrite_case_file
 
     def progress(index, total, case_id):
         if index % 25 == 0 or index == total:
@@ -154,10 +149,7 @@ def _build_suite(args) -> int:
 
     path = Path(args.output)
     records = suite_records(progress=progress)
-    if path.is_file():
-        carry_over_built_fields(records, [r for _, _, r in load_cases(path)])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_case_file(path, records)
+    rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
 
