@@ -65,7 +65,7 @@ def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[
 
 def whole_items(repeats: int) -> list[tuple[float, float]]:
     """(item wall time, time inside solver processes) for poisson_basic with an exact solver."""
-    record = next(r for _, _, r in load_cases(REPO / "cases") if r.id == "poisson_basic")
+    record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
     thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, "benchmark")
     figures = []
@@ -73,7 +73,7 @@ def whole_items(repeats: int) -> list[tuple[float, float]]:
         settings = Settings(output_dir=Path(tmp))
         for _ in range(repeats):
             started = time.perf_counter()
-            verdict = evaluate(record, "dolfinx", submission, "benchmark", thresholds, settings, REPO / "cases")
+            verdict = evaluate(record, "dolfinx", submission, "benchmark", thresholds, settings, REPO / "tests" / "cases")
             elapsed = time.perf_counter() - started
             assert verdict.outcome == "PASS", verdict.reason
             figures.append((elapsed, verdict.t_first_run + sum(verdict.timed_runs)))

@@ -53,7 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default=",".join(CASES))
     args = parser.parse_args()
-    records = {r.id: r for _, _, r in load_cases(REPO / "cases")}
+    records = {r.id: r for _, _, r in load_cases(REPO / "tests" / "cases")}
     print(f"{'family':22s} {'case':22s} {'level':>6s} {'dofs':>8s} {'rel. L2':>10s} {'order':>6s}")
     for family in args.families.split(","):
         record = records[CASES[family]]

@@ -1,7 +1,7 @@
 """The ``pdebench`` command: build cases, write the schema, calibrate, show tables.
 
     pdebench schema [--check]               write (or check) cases/schema.json
-    pdebench build-starter                  write cases/starter.jsonl from the starter design
+    pdebench build-starter                  write tests/cases/starter.jsonl (the smoke suite)
     pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
                                             (with --update-cases) the records' thresholds
     pdebench table REPORT.json              outcome table of a pytest JSON report
@@ -11,6 +11,9 @@
                                             exact solution (needs DOLFINx)
     pdebench calibration-summary            e_base, tau_acc and t_base distributions
     pdebench build-suite                    the full suite from build/design_matrix.toml
+    pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
+    pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
+                                            run per registry model
 """
 
 from __future__ import annotations
@@ -174,6 +177,60 @@ def _calibration_summary(args) -> int:
     return 0
 
 
+def _records(cases: str):
+    from .cases import load_cases
+
+    return [record for _, _, record in load_cases(Path(cases))]
+
+
+def _prompt(args) -> int:
+    from .cases import agent_view
+    from .prompts import single_shot_prompt
+    from .scaffolds import scaffold_for
+
+    record = next((r for r in _records(args.cases) if r.id == args.case_id), None)
+    if record is None:
+        print(f"no case {args.case_id!r} in {args.cases}", file=sys.stderr)
+        return 2
+    view = agent_view(record, args.library)
+    scaffold = scaffold_for(view) if args.template else None
+    sys.stdout.write(single_shot_prompt(view, record.evaluation_config.timeout_sec, Path(args.guides), scaffold))
+    return 0
+
+
+def _prompt_cost(args) -> int:
+    from tabulate import tabulate
+
+    from .cases import agent_view
+    from .llm.registry import load_registry, resolve_model
+    from .llm.tokens import DEFAULT_OUTPUT_PER_CALL, PAPER_OUTPUT_PER_CALL, count_tokens, tokenizer_name
+    from .prompts import single_shot_prompt
+
+    tokens, calls = 0, 0
+    per_library: dict[str, list[int]] = {}
+    for record in _records(args.cases):
+        for library in record.supported_libraries:
+            if args.library and library not in args.library:
+                continue
+            prompt = single_shot_prompt(agent_view(record, library), record.evaluation_config.timeout_sec,
+                                        Path(args.guides))
+            count = count_tokens(prompt)
+            per_library.setdefault(library, []).append(count)
+            tokens, calls = tokens + count, calls + 1
+    print(f"prompt tokens ({tokenizer_name()}):")
+    print(tabulate([[library, len(c), sum(c), round(sum(c) / len(c)), min(c), max(c)] for library, c in
+                    sorted(per_library.items())], headers=["library", "calls", "input tokens", "mean", "min", "max"]))
+    rows = []
+    for name in load_registry():
+        spec = resolve_model(name)
+        out_per_call = PAPER_OUTPUT_PER_CALL.get(name, DEFAULT_OUTPUT_PER_CALL)
+        rows.append([name, spec.model, spec.input_usd_per_mtok, spec.output_usd_per_mtok, round(out_per_call),
+                     f"{spec.cost(tokens, 0):.2f}", f"{spec.cost(tokens, round(out_per_call * calls)):.2f}"])
+    print(f"\nsingle-shot run of {calls} items, output per call from the paper's Table 10:")
+    print(tabulate(rows, headers=["model", "model id", "$/M in", "$/M out", "out/call", "input $", "total $"]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -184,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     schema.set_defaults(func=_schema)
 
     starter = commands.add_parser("build-starter", help="derive the starter cases with sympy")
-    starter.add_argument("--output", default="cases/starter.jsonl")
+    starter.add_argument("--output", default="tests/cases/starter.jsonl")
     starter.set_defaults(func=_build_starter)
 
     calibrate = commands.add_parser("calibrate", help="measure e_base and t_base with the oracle on this machine")
@@ -209,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     upstream.set_defaults(func=_import_upstream)
 
     suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
-    suite.add_argument("--output", default="reports/suite/suite.jsonl",
-                       help="where to write (move into cases/ once references and calibration exist)")
+    suite.add_argument("--output", default="cases/suite.jsonl",
+                       help="where to write (built fields of existing records are kept)")
     suite.set_defaults(func=_build_suite)
 
     summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
@@ -226,6 +283,20 @@ def main(argv: list[str] | None = None) -> int:
     references.add_argument("--family", action="append", help="only these families (repeatable)")
     references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
     references.set_defaults(func=_build_references)
+
+    prompt = commands.add_parser("prompt", help="print the prompt of a case")
+    prompt.add_argument("case_id")
+    prompt.add_argument("--library", default="dolfinx")
+    prompt.add_argument("--cases", default="cases")
+    prompt.add_argument("--guides", default="guides")
+    prompt.add_argument("--template", action="store_true", help="the template-guided prompt (with a scaffold)")
+    prompt.set_defaults(func=_prompt)
+
+    cost = commands.add_parser("prompt-cost", help="prompt tokens per item and a run's cost per model")
+    cost.add_argument("--library", action="append", help="only these tracks (repeatable)")
+    cost.add_argument("--cases", default="cases")
+    cost.add_argument("--guides", default="guides")
+    cost.set_defaults(func=_prompt_cost)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -85,6 +85,7 @@ class Verdict:
     artifacts: str = ""
     fingerprint: str = ""
     case_fingerprint: str = ""
+    llm: dict[str, Any] | None = None  # --pde-model: the model, every attempt, tokens and cost
 
     @classmethod
     def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> "Verdict":
@@ -163,9 +164,11 @@ class ItemRun:
 
 
 def evaluate(record: CaseRecord, library: str, submission: Submission, source_label: str,
-             thresholds: ResolvedThresholds | None, settings: Settings, case_dir: Path | None) -> Verdict:
-    """Run the gates for one item and write its verdict.json. Raises RuntimeMissing."""
-    item_dir = item_directory(settings, library, record.id)
+             thresholds: ResolvedThresholds | None, settings: Settings, case_dir: Path | None,
+             item_dir: Path | None = None) -> Verdict:
+    """Run the gates for one item and write its verdict.json (in ``item_dir``, by default
+    the item's folder). Raises RuntimeMissing."""
+    item_dir = item_dir or item_directory(settings, library, record.id)
     fingerprint = _fingerprint(record, library, submission, thresholds, settings)
     if settings.resume:
         previous = load_verdict(item_dir)

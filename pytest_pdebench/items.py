@@ -111,8 +111,13 @@ class CaseItem(pytest.Item):
         if self.config.pluginmanager.hasplugin("timeout"):
             run = self.config.stash[PDE_RUN]
             per_run = run.settings.timeout_sec or record.evaluation_config.timeout_sec
-            # a backstop only: the sandbox kills solvers long before this fires
-            self.add_marker(pytest.mark.timeout((run.settings.runs + 1) * (per_run + 30) + BACKSTOP_MARGIN_SEC))
+            # a backstop only: the sandbox kills solvers (and the client model calls) long before
+            per_attempt = (run.settings.runs + 1) * (per_run + 30)
+            attempts, model_calls = 1, 0.0
+            if hasattr(run.source, "attempts"):
+                attempts = run.source.attempts
+                model_calls = run.config.option.pde_llm_timeout * (run.config.option.pde_llm_retries + 1)
+            self.add_marker(pytest.mark.timeout(attempts * (per_attempt + model_calls) + BACKSTOP_MARGIN_SEC))
 
     def setup(self):
         try:
@@ -121,8 +126,13 @@ class CaseItem(pytest.Item):
             pytest.skip(str(exc))
 
     def runtest(self):
+        from .generation import NotRun
+
         run = self.config.stash[PDE_RUN]
-        verdict = run.evaluate(self.record, self.library, self.path.parent)
+        try:
+            verdict = run.evaluate(self.record, self.library, self.path.parent)
+        except NotRun as exc:  # budget spent or not in the replay cache: not a failure
+            pytest.skip(f"not run: {exc}")
         self.user_properties.append(("pde", verdict.to_dict()))
         if verdict.calibration_problem:
             raise CalibrationRejected(f"baseline rejected: {verdict.calibration_problem}")

@@ -41,6 +41,18 @@ EQUATIONS = {
 }
 
 
+# Natural boundary data: Neumann gives c du/dn, Robin gives c du/dn + alpha u, with c
+# the coefficient in front of the Laplacian (1 when the family has none).
+FLUX_COEFFICIENT = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon",
+                    "reaction_diffusion": "epsilon", "burgers": "nu"}
+# outward unit normals of the straight sides natural data may be put on
+SIDE_NORMALS = {
+    "x_min": (-1, 0, 0), "x_max": (1, 0, 0),
+    "y_min": (0, -1, 0), "y_max": (0, 1, 0),
+    "z_min": (0, 0, -1), "z_max": (0, 0, 1),
+}
+
+
 def lap(f: sp.Expr, dim: int) -> sp.Expr:
     return sum(sp.diff(f, c, 2) for c in COORDS[:dim])
 
@@ -128,11 +140,13 @@ def _sides(record) -> tuple[list[sp.Expr], list[sp.Expr], int]:
     """(operator applied to the exact fields, stored right-hand sides, dimension)."""
     spec = record.case_spec
     dim = 3 if spec.eval_grid.nz is not None else 2
-    exact = record.evaluation_metadata.manufactured_solution
-    fields = {name: ([parse_expression(v) for v in value] if isinstance(value, list) else parse_expression(value))
-              for name, value in exact.items()}
-    forcing = spec.pde.forcing.value if spec.pde.forcing else 0
-    forcing = [parse_expression(v) for v in forcing] if isinstance(forcing, list) else [parse_expression(forcing)]
+    solution = record.evaluation_metadata.manufactured_solution
+
+    def read(value):  # decimals as exact rationals before any arithmetic (0.1 * 0.05 != 0.005 in floats)
+        return [exact(parse_expression(v)) for v in (value if isinstance(value, list) else [value])]
+
+    fields = {name: read(value) if isinstance(value, list) else read(value)[0] for name, value in solution.items()}
+    forcing = read(spec.pde.forcing.value if spec.pde.forcing else 0)
     lhs = operator(record.family, spec.pde.params, fields, dim, transient=spec.pde.time is not None)
     return lhs, forcing + [sp.Integer(0)] * (len(lhs) - len(forcing)), dim
 

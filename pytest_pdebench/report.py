@@ -35,6 +35,19 @@ def tables_by_library(verdicts: list[dict], fmt: str = "simple") -> list[tuple[s
     return [(library, outcome_table([v for v in verdicts if v["library"] == library], fmt)) for library in libraries]
 
 
+def llm_usage(verdicts: list[dict]) -> str | None:
+    """One line: model calls made (and cache hits), tokens and what the new calls cost."""
+    used = [v["llm"] for v in verdicts if v.get("llm")]
+    if not used:
+        return None
+    calls, hits = sum(u["calls"] for u in used), sum(u["cache_hits"] for u in used)
+    tokens_in, tokens_out = sum(u["input_tokens"] for u in used), sum(u["output_tokens"] for u in used)
+    cost = sum(u["cost_usd"] for u in used)
+    attempts = sum(len(u["attempts"]) for u in used)
+    return (f"model {used[0]['model']}: {calls} API calls, {hits} from the cache, {attempts} attempts over "
+            f"{len(used)} items; {tokens_in:,} input + {tokens_out:,} output tokens; new calls cost ${cost:.2f}")
+
+
 def stage_rates(verdicts: list[dict]) -> dict:
     """Execution, accuracy and runtime pass rates in the paper's staged sense."""
     n = len(verdicts)

@@ -10,6 +10,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,6 +18,9 @@ from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .evaluation import Settings, Verdict, evaluate
 from .submissions import DirectorySource, NoSubmission
+
+if TYPE_CHECKING:
+    from .generation import ModelSource
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
@@ -50,7 +54,7 @@ class PdeRun:
     config: pytest.Config
     cases_path: Path
     libraries: tuple[str, ...]
-    source: DirectorySource
+    source: "DirectorySource | ModelSource"
     settings: Settings
     store: CalibrationStore
     validate: bool = False
@@ -63,21 +67,30 @@ class PdeRun:
         opt = config.option
         validate = opt.pde_validate is not None
         submissions = opt.pde_submissions
+        if opt.pde_model and (submissions or opt.pde_calibrate or validate):
+            raise pytest.UsageError("--pde-model generates the solvers: it does not go with --pde-submissions, "
+                                    "--pde-calibrate or --pde-validate")
         if submissions is None and (opt.pde_calibrate or validate):
             submissions = str(_bundled(config.rootpath, DEFAULT_ORACLE))
-        if submissions is None:
+        if submissions is None and not opt.pde_model:
             return None
         rootdir = config.rootpath
         cases_path = Path(opt.pde_validate or opt.pde_cases or _bundled(rootdir, "cases"))
         if not cases_path.exists():
             raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
-        try:
-            source = DirectorySource(Path(submissions))
-        except FileNotFoundError as exc:
-            raise pytest.UsageError(str(exc)) from None
         if opt.pde_runs < 1:
             raise pytest.UsageError("--pde-runs must be at least 1")
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
+        if opt.pde_model:
+            from .generation import model_source_from_options
+
+            source = model_source_from_options(opt, rootdir, is_controller=not hasattr(config, "workerinput"))
+            label = source.spec.slug
+        else:
+            try:
+                source = DirectorySource(Path(submissions))
+            except FileNotFoundError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
         mode = "validation" if validate else "calibration" if opt.pde_calibrate else "runs"
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
         settings = Settings(
@@ -90,13 +103,28 @@ class PdeRun:
                    CalibrationStore(calibrations), validate=validate, static_only=opt.pde_validate_static)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
+        from .evaluation import item_directory
+        from .generation import ModelSource, run_with_model
         from .libraries import get_track
 
+        if isinstance(self.source, ModelSource):
+            thresholds = self._thresholds(record, library)
+
+            def gates(submission, attempt_dir):
+                return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
+                                item_dir=attempt_dir)
+
+            return run_with_model(self.source, record, library, item_directory(self.settings, library, record.id),
+                                  gates)
         track = get_track(library)
         try:
             submission = self.source.submission_for(record, library, track.suffixes)
         except NoSubmission as exc:
             return Verdict.for_item(record, library, self.source.label, outcome="F-Exec", reason=str(exc))
+        return evaluate(record, library, submission, self.source.label, self._thresholds(record, library),
+                        self.settings, case_dir)
+
+    def _thresholds(self, record: CaseRecord, library: str):
         thresholds = None
         if not self.settings.calibrate:
             thresholds = self.store.thresholds(record, library, self.settings.alphas)
@@ -108,7 +136,7 @@ class PdeRun:
                 warnings.warn(PdeBenchWarning(
                     f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from this machine "
                     f"({self.store.machine}); `pdebench calibrate --library {library}` measures one here"))
-        return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir)
+        return thresholds
 
     def write_calibration(self) -> dict[str, Path]:
         """Store the baselines of the passing calibration items (controller only)."""

@@ -106,6 +106,92 @@ def check_boundary_data(record: CaseRecord) -> str | None:
     return None
 
 
+BOUNDARY_TOLERANCE = 1e-7
+
+
+def check_boundary_values(record: CaseRecord) -> str | None:
+    """With a manufactured solution, the data on straight sides (x_min ... z_max, or the
+    whole boundary of a box) is the exact solution's: Dirichlet u, Neumann c du/dn,
+    Robin c du/dn + alpha u (c from pdes.FLUX_COEFFICIENT)."""
+    import numpy as np
+    import sympy as sp
+
+    from . import expressions, pdes
+    from .domains import resolve_geometry
+
+    meta = record.evaluation_metadata
+    if meta.construction_method != "manufactured_solution" or "u" not in meta.manufactured_solution:
+        return None
+    spec = record.case_spec
+    geometry = resolve_geometry(record.case_spec_dict()["domain"])
+    box_like = spec.domain.type in ("unit_square", "unit_cube", "periodic_square")
+    dim, bbox = geometry.dim, geometry.bbox
+    exact = meta.manufactured_solution["u"]
+    components = exact if isinstance(exact, list) else [exact]
+    symbols = [expressions.parse_expression(c) for c in components]
+    time = 0.0 if spec.pde.time is None else 0.5 * (spec.pde.time.t0 + spec.pde.time.t_end)
+    rng = np.random.default_rng(1)
+    coefficient = expressions.parse_expression(spec.pde.params.get(pdes.FLUX_COEFFICIENT.get(record.family, ""), 1))
+    for kind in ("dirichlet", "neumann", "robin"):
+        for index, condition in enumerate(spec.bc.conditions(kind)):
+            sides = [s for s in (pdes.SIDE_NORMALS if "boundary" in condition.tags and box_like else condition.tags)
+                     if s in pdes.SIDE_NORMALS and s in geometry.tags]
+            values = condition.value if isinstance(condition.value, list) else [condition.value]
+            if kind != "dirichlet" and len(symbols) != 1:
+                continue  # tractions are not checked here
+            for side in sides:
+                normal = pdes.SIDE_NORMALS[side][:dim]
+                axis = int(np.flatnonzero(normal)[0])
+                points = rng.uniform(bbox[0::2][:dim], bbox[1::2][:dim], size=(12, dim))
+                points[:, axis] = bbox[2 * axis + (normal[axis] > 0)]
+                for value, u in zip(values, symbols):
+                    expected = u
+                    if kind != "dirichlet":
+                        expected = coefficient * sum(g * n for g, n in zip(pdes.grad(u, dim), normal))
+                        if kind == "robin":
+                            expected += expressions.parse_expression(condition.alpha or 1) * u
+                    want = expressions.evaluate(expressions.expression_to_string(sp.sympify(expected)), points, time)
+                    got = expressions.evaluate(value, points, time)
+                    if not np.allclose(got, want, rtol=BOUNDARY_TOLERANCE, atol=BOUNDARY_TOLERANCE):
+                        return (f"bc.{kind}[{index}] on {side} differs from the manufactured solution's "
+                                f"{'value' if kind == 'dirichlet' else kind + ' data'} "
+                                f"(max gap {np.max(np.abs(got - want)):.2g})")
+    return None
+
+
+def check_periodicity(record: CaseRecord) -> str | None:
+    """Every data expression (and the exact solution) repeats across the periodic
+    directions of the rectangle."""
+    import numpy as np
+
+    from . import expressions
+    from .domains import resolve_geometry
+
+    periodic = record.case_spec.bc.periodic
+    if periodic is None:
+        return None
+    geometry = resolve_geometry(record.case_spec_dict()["domain"])
+    bbox = geometry.bbox
+    points = np.random.default_rng(2).uniform(bbox[0::2][:2], bbox[1::2][:2], size=(12, 2))
+    spec = record.case_spec
+    time = 0.0 if spec.pde.time is None else spec.pde.time.t_end
+    exact = record.evaluation_metadata.manufactured_solution or {}
+    named = [(where, value) for where, value in record.expressions()] + [
+        (f"manufactured_solution.{name}", v) for name, value in exact.items()
+        for v in (value if isinstance(value, list) else [value])]
+    for direction in periodic.directions:
+        axis = "xyz".index(direction)
+        shifted = points.copy()
+        shifted[:, axis] += bbox[2 * axis + 1] - bbox[2 * axis]
+        for where, value in named:
+            if "u" in str(expressions.parse_expression(value, allow=("u",)).free_symbols):
+                continue  # a reaction term R(u)
+            gap = np.max(np.abs(expressions.evaluate(value, shifted, time) - expressions.evaluate(value, points, time)))
+            if gap > BOUNDARY_TOLERANCE * (1 + np.max(np.abs(expressions.evaluate(value, points, time)))):
+                return f"{where} is not periodic in {direction} (gap {gap:.2g} across one period)"
+    return None
+
+
 def check_grid(record: CaseRecord) -> str | None:
     """Enough evaluation points fall inside the domain."""
     from .grid import EvalGrid, valid_mask
@@ -169,6 +255,8 @@ STATIC_CHECKS: dict[str, Callable] = {
     "time": check_time_use,
     "data shapes": check_data_shapes,
     "boundary data": check_boundary_data,
+    "boundary values": check_boundary_values,
+    "periodicity": check_periodicity,
     "evaluation grid": check_grid,
     "manufactured solution": check_manufactured_solution,
     "reference": check_reference,

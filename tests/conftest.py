@@ -20,6 +20,7 @@ from pytest_pdebench.calibration import case_fingerprint, machine_key
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE = REPO / "submissions" / "oracle"
+STARTER = REPO / "tests" / "cases"  # the 53-case smoke suite (the shipped suite is cases/)
 # shared by the toy numpy solvers of the tests: the grid of a case, u = sin(pi x) sin(pi y)
 NUMPY_PRELUDE = """
 import json, time
@@ -66,7 +67,7 @@ def dolfinx_available(bwrap_available):
 
 @functools.lru_cache(maxsize=1)
 def _committed_records() -> dict[str, dict]:
-    lines = (REPO / "cases" / "starter.jsonl").read_text().splitlines()
+    lines = (STARTER / "starter.jsonl").read_text().splitlines()
     return {data["id"]: data for data in map(json.loads, filter(None, lines))}
 
 

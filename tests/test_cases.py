@@ -3,11 +3,12 @@ import json
 
 import pytest
 
-from conftest import REPO, record_dict, write_jsonl
+from conftest import REPO, STARTER, record_dict, write_jsonl
 from pytest_pdebench import pdes
 from pytest_pdebench.build.starter import starter_records
 from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
 from pytest_pdebench.schema import schema_errors, schema_text
+from pytest_pdebench.validation import static_problems
 
 CASES_DIR = REPO / "cases"
 
@@ -86,7 +87,7 @@ def test_agent_view_holds_only_case_spec_and_library():
 
 
 def test_committed_cases_are_the_generated_starter_suite():
-    committed = {r.id: r for _, _, r in load_cases(CASES_DIR / "starter.jsonl")}
+    committed = {r.id: r for _, _, r in load_cases(STARTER / "starter.jsonl")}
     generated = {r.id: r for r in starter_records()}
     assert committed.keys() == generated.keys()
     built_later = {"evaluation_metadata": {"thresholds", "reference_path", "reference_config"}}
@@ -94,8 +95,12 @@ def test_committed_cases_are_the_generated_starter_suite():
         assert committed[case_id].model_dump(exclude=built_later) == record.model_dump(exclude=built_later), case_id
 
 
+# the shipped suite and the smoke suite: (case file, record)
+ALL_CASES = [(file, r) for folder in (CASES_DIR, STARTER) for file, _, r in load_cases(folder)]
+
+
 def test_starter_suite_composition():
-    records = [r for _, _, r in load_cases(CASES_DIR)]
+    records = [r for _, _, r in load_cases(STARTER)]
     assert len(records) >= 20
     domains = {r.domain_type for r in records}
     assert {"unit_square", "l_shape", "circle", "annulus", "square_with_hole", "unit_cube"} <= domains
@@ -107,7 +112,7 @@ def test_starter_suite_composition():
     assert basic.evaluation_metadata.manufactured_solution == {"u": "sin(pi*x)*sin(pi*y)"}
 
 
-MANUFACTURED = [r for _, _, r in load_cases(CASES_DIR) if r.evaluation_metadata.manufactured_solution]
+MANUFACTURED = [r for _, r in ALL_CASES if r.evaluation_metadata.manufactured_solution]
 
 
 @pytest.mark.parametrize("record", MANUFACTURED, ids=lambda r: r.id)
@@ -132,15 +137,21 @@ def test_boundary_and_initial_data_match_the_exact_solution(record):
 
 
 def test_numerical_reference_cases_have_their_files():
-    records = [r for _, _, r in load_cases(CASES_DIR) if r.evaluation_metadata.construction_method == "reference_numerical"]
-    assert len(records) >= 5
-    for record in records:
-        assert (CASES_DIR / record.evaluation_metadata.reference_path).is_file(), record.id
+    numerical = [(f, r) for f, r in ALL_CASES if r.evaluation_metadata.construction_method == "reference_numerical"]
+    assert len(numerical) >= 109 + 5
+    for file, record in numerical:
+        assert (file.parent / record.evaluation_metadata.reference_path).is_file(), record.id
         assert record.evaluation_metadata.reference_config["e_base_estimate"] < 0.05
 
 
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: case[1].id)
+def test_shipped_cases_pass_the_static_checks(case):
+    file, record = case
+    assert static_problems(record, file.parent) == []
+
+
 def test_library_coverage_follows_table_3b():
-    records = [r for _, _, r in load_cases(CASES_DIR)]
+    records = [r for _, r in ALL_CASES]
     assert all("dolfinx" in r.supported_libraries for r in records)
     assert {r.family for r in records if "firedrake" in r.supported_libraries} == {
         "poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",

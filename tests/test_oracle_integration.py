@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ORACLE, REPO, outcomes_from_report
+from conftest import ORACLE, REPO, STARTER, outcomes_from_report
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dolfinx_available")]
 
@@ -17,7 +17,7 @@ def test_oracle_passes_poisson_and_heat_cases(tmp_path):
     report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
-         f"--pde-cases={REPO / 'cases'}", f"--pde-submissions={ORACLE}", f"--pde-output={tmp_path / 'out'}",
+         f"--pde-cases={STARTER}", f"--pde-submissions={ORACLE}", f"--pde-output={tmp_path / 'out'}",
          "-k", "poisson_l_shape_variable_kappa or (heat_circle and not variable)", "--json-report", f"--json-report-file={report}"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     outcomes = outcomes_from_report(report)

@@ -28,13 +28,14 @@ def test_reference_is_built_checked_and_stored(tmp_path):
 @dolfinx
 def test_a_case_the_oracle_cannot_solve_is_discarded(tmp_path):
     data = record_dict("poisson_gaussian_source_l_shape")
-    data["case_spec"]["bc"] = {"periodic": {"directions": ["x"]}, "dirichlet": {"on": "boundary", "value": 0}}
-    data["case_spec"]["domain"] = {"type": "periodic_square", "bounds": [[0, 1], [0, 1]]}
+    data["case_spec"]["bc"] = {"dirichlet": {"on": ["edge_start", "edge_end"], "value": 0},
+                               "neumann": {"on": "arc", "value": 1}}  # a tag the oracle cannot locate
+    data["case_spec"]["domain"] = {"type": "sector", "bounds": [[0, 1], [0, 1]]}
     data["case_spec"]["eval_grid"]["bbox"] = [0, 1, 0, 1]
     record = CaseRecord.model_validate(data)
     outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
     assert not outcome.kept
-    assert "oracle failed: NotImplementedError" in outcome.reason and "periodic" in outcome.reason
+    assert "oracle failed: NotImplementedError" in outcome.reason and "'arc'" in outcome.reason
     assert not (tmp_path / "references").exists()
 
 

@@ -21,8 +21,21 @@ def test_composition_follows_table_3a():
     assert collections.Counter(d.family for d in DESIGNS) == TABLE_3A
     assert len(DESIGNS) == 645 and len({d.id for d in DESIGNS}) == 645
     assert sum(d.u is None for d in DESIGNS) == 109  # about 1 in 6 without an exact solution
-    domains = {d.domain for d in DESIGNS}
-    assert len(domains) >= 13 and "unit_cube" in domains
+    from pytest_pdebench.domains import TEMPLATES
+
+    assert {d.domain for d in DESIGNS} == set(TEMPLATES)  # all 14, 2-D and the cube
+
+
+def test_boundary_condition_types_vary_where_the_family_allows():
+    kinds = collections.defaultdict(set)
+    for design in DESIGNS:
+        kinds[design.family] |= {s for s in design.structure if s in ("neumann", "robin", "periodic")}
+        assert bool(design.periodic) == (design.domain == "periodic_square"), design.id
+    for family in ("poisson", "helmholtz", "heat", "convection_diffusion", "reaction_diffusion"):
+        assert kinds[family] == {"neumann", "robin", "periodic"}, family
+    assert kinds["burgers"] == {"neumann", "periodic"}
+    record = build_record(next(d for d in DESIGNS if d.robin))
+    assert record.case_spec.bc.robin is not None and record.case_spec.bc.dirichlet is not None
 
 
 def test_cases_are_distinct_regimes_not_repeats():

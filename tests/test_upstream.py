@@ -43,11 +43,13 @@ def test_counts_and_reasons(imported):
     assert len(records) >= 600
     reasons = {case_id: reason for _, case_id, reason in problems}
     # every 3-D manufactured record carries a 2-D forcing upstream: caught by the residual check
-    assert "relative residual" in reasons["poisson_3d_smooth_trig"]
+    assert "does not satisfy the PDE with the stored forcing" in reasons["poisson_3d_smooth_trig"]
     assert "inner circle must lie strictly inside" in reasons["burgers_eccentric_v4"]
     assert "no exact solution to derive a second boundary condition" in reasons["biharmonic_no_exact_gaussian_source"]
-    assert all(any(why in r for why in ("relative residual", "inner circle", "second boundary condition"))
-               for r in reasons.values()), reasons
+    # a "periodic" Burgers record whose forcing does not repeat across the period
+    assert "forcing.value is not periodic in x" in reasons["burgers_periodic_v5"]
+    whys = ("does not satisfy the PDE", "inner circle", "second boundary condition", "not periodic")
+    assert all(any(why in r for why in whys) for r in reasons.values()), reasons
 
 
 def test_agent_view_holds_no_evaluator_only_settings(imported):

@@ -24,6 +24,11 @@ RECORDS = [
     broken(lambda d: d["case_spec"]["bc"].pop("dirichlet"), "no_boundary_data"),
     broken(lambda d: d["case_spec"]["eval_grid"].update(ny=1), "bad_schema"),
     broken(lambda d: d["case_spec"]["bc"]["dirichlet"].update(value="sin(pi*x)*sin(pi*y)*exp(-t)"), "steady_uses_t"),
+    broken(lambda d: d["case_spec"]["bc"].update(
+        dirichlet={"on": ["x_min", "y_min", "y_max"], "value": "sin(pi*x)*sin(pi*y)"},
+        robin={"on": "x_max", "alpha": "2", "value": "pi*sin(pi*y)"}), "robin_data_off"),
+    broken(lambda d: (d["case_spec"].update(domain={"type": "periodic_square", "bounds": [[0, 1], [0, 1]]}),
+                      d["case_spec"]["bc"].update(periodic={"directions": ["x", "y"]})), "not_periodic"),
     broken(lambda d: (d["case_spec"]["pde"].update(type="biharmonic", params={},
                                                    forcing={"type": "expression", "value": "4*pi**4*sin(pi*x)*sin(pi*y)"}),
                       d["pde_classification"].update(equation_family="biharmonic")), "plate_missing_second_bc"),
@@ -34,11 +39,14 @@ EXPECTED = {
     "inconsistent_forcing[validate]": "manufactured solution: the manufactured solution does not satisfy the PDE",
     "grid_outside[validate]": "evaluation grid: only 0 grid points (0%) lie inside the domain",
     "no_boundary_data[validate]": "boundary data: no Dirichlet, Robin or periodic condition",
+    "robin_data_off[validate]": "boundary values: bc.robin[0] on x_max differs from the manufactured solution's "
+                                "robin data",
+    "not_periodic[validate]": "periodicity: case_spec.pde.forcing.value is not periodic in x",
     "plate_missing_second_bc[validate]": "needs bc.laplacian on the same tags as bc.dirichlet",
     "steady_uses_t[validate]": "time: a steady case uses t in ['case_spec.bc.dirichlet[0].value']",
     "bad_schema[validate]": "new_cases.jsonl:6: record 'bad_schema' does not match cases/schema.json",
-    "line10[validate]": "new_cases.jsonl:10: malformed JSON",
-    "good_case[validate:line9]": "new_cases.jsonl:9: duplicate case id 'good_case'",
+    "line12[validate]": "new_cases.jsonl:12: malformed JSON",
+    "good_case[validate:line11]": "new_cases.jsonl:11: duplicate case id 'good_case'",
 }
 
 
@@ -54,7 +62,7 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
     report = pytester.path / "report.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={cases_file}", "--pde-validate-static",
                                 "--json-report", f"--json-report-file={report}")
-    result.assert_outcomes(passed=1, failed=9)
+    result.assert_outcomes(passed=1, failed=11)
     tests = json.loads(report.read_text())["tests"]
     failures = {t["nodeid"].split("::")[-1]: t["call"]["longrepr"] for t in tests if t["outcome"] == "failed"}
     assert set(failures) == set(EXPECTED)
@@ -65,16 +73,20 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
 @pytest.mark.usefixtures("dolfinx_available")
 def test_trial_run_calibrates_the_oracle(pytester):
     good = pytester.path / "good.jsonl"
-    periodic = record_dict(new_id="periodic_without_oracle_support")  # u periodic in x
+    periodic = record_dict(new_id="periodic_in_x")  # u periodic in x
     periodic["case_spec"]["domain"] = {"type": "periodic_square", "bounds": [[0, 1], [0, 1]]}
     periodic["case_spec"]["pde"]["forcing"]["value"] = "5*pi**2*sin(2*pi*x)*sin(pi*y)"
     periodic["case_spec"]["bc"] = {"periodic": {"directions": ["x"]},
                                    "dirichlet": {"on": ["y_min", "y_max"], "value": "sin(2*pi*x)*sin(pi*y)"}}
     periodic["evaluation_metadata"]["manufactured_solution"] = {"u": "sin(2*pi*x)*sin(pi*y)"}
-    good.write_text(json.dumps(record_dict(new_id="fine")) + "\n" + json.dumps(periodic) + "\n")
+    curved = record_dict(new_id="neumann_on_an_arc")  # a tag the oracle cannot locate
+    curved["case_spec"]["domain"] = {"type": "sector", "bounds": [[0, 1], [0, 1]]}
+    curved["case_spec"]["bc"] = {"dirichlet": {"on": ["edge_start", "edge_end"], "value": "0"},
+                                 "neumann": {"on": "arc", "value": "0"}}
+    good.write_text("\n".join(json.dumps(r) for r in (record_dict(new_id="fine"), periodic, curved)) + "\n")
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={good}", "--pde-library=dolfinx",
                                 f"--pde-output={pytester.path / 'out'}", "-rf")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*record periodic_without_oracle_support: trial run on dolfinx: F-Exec: *"
-                                 "NotImplementedError: the DOLFINx oracle has no periodic boundary conditions*"])
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*record neumann_on_an_arc: trial run on dolfinx: F-Exec: *"
+                                 "NotImplementedError: the oracle cannot locate boundary tag 'arc'*"])
     assert not (pytester.path / "calibrations").exists(), "validation must not write calibrations"

@@ -15,15 +15,7 @@ from ..expressions import expression_to_string, parse_expression, t, x, y, z
 COORDS_T = (x, y, z, t)
 SIMPLIFY_LIMIT = 130  # operations (the starter suite's largest forcing has 125)
 
-# outward unit normals of the straight sides that Neumann data may be put on
-SIDE_NORMALS = {
-    "x_min": (-1, 0, 0), "x_max": (1, 0, 0),
-    "y_min": (0, -1, 0), "y_max": (0, 1, 0),
-    "z_min": (0, 0, -1), "z_max": (0, 0, 1),
-}
-# the coefficient in front of the Laplacian, whose flux a Neumann condition prescribes
-FLUX_COEFFICIENT = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon",
-                    "reaction_diffusion": "epsilon"}
+FLUX_COEFFICIENT, SIDE_NORMALS = pdes.FLUX_COEFFICIENT, pdes.SIDE_NORMALS
 
 
 def text(expr: sp.Expr) -> str:
@@ -59,15 +51,27 @@ def derive(family: str, params: dict, solution: dict, dim: int, transient: bool)
     return [text(f) for f in forcing] if vector else text(forcing)
 
 
-def neumann_flux(family: str, params: dict, u: str, dim: int, sides: tuple[str, ...]) -> str:
-    """coefficient * du/dn, one expression valid on every listed side."""
+def _side_data(family: str, params: dict, u: str, dim: int, sides: tuple[str, ...], alpha: str | None) -> str:
+    """coefficient * du/dn [+ alpha u], one expression valid on every listed side."""
     coefficient = parse_expression(params.get(FLUX_COEFFICIENT.get(family, ""), 1))
-    gradient = pdes.grad(parse_expression(u), dim)
-    fluxes = {sp.simplify(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])))
+    solution = parse_expression(u)
+    gradient = pdes.grad(solution, dim)
+    extra = parse_expression(alpha) * solution if alpha is not None else 0
+    values = {sp.simplify(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])) + extra)
               for side in sides}
-    if len(fluxes) != 1:
-        raise ValueError(f"the Neumann flux differs between sides {list(sides)}: give them one side at a time")
-    return text(fluxes.pop())
+    if len(values) != 1:
+        raise ValueError(f"the boundary data differs between sides {list(sides)}: give them one side at a time")
+    return text(values.pop())
+
+
+def neumann_flux(family: str, params: dict, u: str, dim: int, sides: tuple[str, ...]) -> str:
+    """coefficient * du/dn on the sides."""
+    return _side_data(family, params, u, dim, sides, None)
+
+
+def robin_value(family: str, params: dict, u: str, dim: int, sides: tuple[str, ...], alpha: str) -> str:
+    """g = coefficient * du/dn + alpha u on the sides."""
+    return _side_data(family, params, u, dim, sides, alpha)
 
 
 def initial_value(exact: str, t0: float) -> str:

@@ -1,5 +1,5 @@
 """The starter suite: manufactured-solution cases of the families the DOLFINx oracle
-covers, on five 2-D domains and the unit cube. Written to ``cases/starter.jsonl`` by
+covers, on five 2-D domains and the unit cube. Written to ``tests/cases/starter.jsonl`` by
 ``pdebench build-starter``; the data below is the whole design, sympy derives the rest.
 """
 
@@ -32,7 +32,10 @@ class Design:
     u: str | tuple[str, ...] | None  # exact solution (evaluator-only); None: a numerical reference
     kappa: str = "1"  # Poisson and Heat
     params: tuple[tuple[str, object], ...] = ()  # other families' parameters
-    neumann: tuple[str, ...] = ()
+    neumann: tuple[str, ...] = ()  # sides with kappa du/dn given
+    robin: tuple[str, ...] = ()  # sides with kappa du/dn + alpha u given
+    robin_alpha: str = "1"
+    periodic: tuple[str, ...] = ()  # periodic directions (periodic_square)
     t_end: float | None = None
     structure: tuple[str, ...] = ()
     difficulty: str = "easy"
@@ -214,14 +217,7 @@ def build_record(design: Design) -> CaseRecord:
                       "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
     exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
              else mms.text(mms.parse_expression(design.u)))
-    bc: dict = {}
-    if design.neumann:
-        dirichlet_tags = [tag for tag in geometry.tags if tag not in design.neumann and tag != "boundary"]
-        bc["dirichlet"] = {"on": dirichlet_tags, "value": exact}
-        bc["neumann"] = {"on": list(design.neumann),
-                         "value": mms.neumann_flux(design.family, pde_params, design.u, dim, design.neumann)}
-    else:
-        bc["dirichlet"] = {"on": "boundary", "value": exact}
+    bc = _manufactured_bc(design, geometry, pde_params, exact, dim)
     if design.family == "biharmonic":  # the second condition of a fourth-order problem
         bc["laplacian"] = {"on": "boundary", "value": mms.laplacian(design.u, dim)}
     domain = _domain_block(design, geometry, params)
@@ -232,6 +228,33 @@ def build_record(design: Design) -> CaseRecord:
             case_spec["ic"]["velocity"] = mms.initial_velocity(design.u, 0.0)
     return _record(design, case_spec, {"construction_method": "manufactured_solution",
                                        "manufactured_solution": {**design.exact(), "u": exact}})
+
+
+def _manufactured_bc(design: Design, geometry, pde_params: dict, exact, dim: int) -> dict:
+    """Dirichlet data everywhere except on Neumann/Robin sides and periodic pairs."""
+    from . import mms
+
+    bc: dict = {}
+    periodic_sides = {f"{d}_{end}" for d in design.periodic for end in ("min", "max")}
+    natural = set(design.neumann) | set(design.robin) | periodic_sides
+    if design.periodic:
+        bc["periodic"] = {"directions": list(design.periodic)}
+    if natural:
+        dirichlet_tags = [tag for tag in geometry.tags if tag not in natural and tag != "boundary"]
+        if dirichlet_tags:
+            bc["dirichlet"] = {"on": dirichlet_tags, "value": exact}
+    else:
+        bc["dirichlet"] = {"on": "boundary", "value": exact}
+    # one condition per side: the flux of one solution differs from side to side
+    neumann = [{"on": side, "value": mms.neumann_flux(design.family, pde_params, design.u, dim, (side,))}
+               for side in design.neumann]
+    robin = [{"on": side, "alpha": design.robin_alpha,
+              "value": mms.robin_value(design.family, pde_params, design.u, dim, (side,), design.robin_alpha)}
+             for side in design.robin]
+    for kind, items in (("neumann", neumann), ("robin", robin)):
+        if items:
+            bc[kind] = items[0] if len(items) == 1 else items
+    return bc
 
 
 def _domain_block(design: Design, geometry, params: dict) -> dict:

@@ -211,8 +211,9 @@ def boundary_facets(domain, domain_spec, tags):
     domain.topology.create_connectivity(tdim - 1, tdim)
     if isinstance(tags, str):
         tags = [tags]
+    exterior = mesh.exterior_facet_indices(domain.topology)
     if "boundary" in tags:
-        return mesh.exterior_facet_indices(domain.topology)
+        return exterior
     params = domain_spec.get("geometry_params", {})
     lo_hi = params.get("bounds") or params.get("outer") or (0, 1, 0, 1, 0, 1)
     axis = {"x": 0, "y": 1, "z": 2}
@@ -223,18 +224,38 @@ def boundary_facets(domain, domain_spec, tags):
             value = lo_hi[2 * a + (tag.endswith("_max"))]
             selected.append(mesh.locate_entities_boundary(domain, tdim - 1,
                                                           lambda p, a=a, v=value: np.isclose(p[a], v)))
+        elif tag in ("hole", "holes"):  # what is not on the outer rectangle
+            sides = [boundary_facets(domain, domain_spec, side) for side in ("x_min", "x_max", "y_min", "y_max")]
+            selected.append(np.setdiff1d(exterior, np.concatenate(sides)))
+        elif tag in ("inner", "outer") and domain_spec["type"] in ("annulus", "eccentric_annulus"):
+            selected.append(_annulus_side(domain, params, exterior, tag))
         else:
             raise NotImplementedError(f"the oracle cannot locate boundary tag {tag!r} yet")
     return np.unique(np.concatenate(selected)).astype(np.int32)
 
 
-def unsupported(bc):
-    """Refuse, loudly, boundary conditions this oracle does not implement (rather than
-    silently solving another problem)."""
-    if "periodic" in bc:
-        raise NotImplementedError("the DOLFINx oracle has no periodic boundary conditions (needs dolfinx_mpc)")
-    if "robin" in bc:
-        raise NotImplementedError("the DOLFINx oracle has no Robin conditions yet")
+def _annulus_side(domain, params, exterior, tag):
+    """Facets of the inner or outer circle: the ones nearer that circle."""
+    if "inner_radius" in params:  # concentric
+        center = np.array(params.get("center", (0.5, 0.5)), dtype=float)
+        inner = (center, params.get("inner_radius", 0.25))
+        outer = (center, params.get("outer_radius", 0.5))
+    else:
+        outer = (np.array(params["outer"]["center"], float), params["outer"]["radius"])
+        inner = (np.array(params["inner"]["center"], float), params["inner"]["radius"])
+    midpoints = mesh.compute_midpoints(domain, domain.topology.dim - 1, exterior)[:, :2]
+    distance = {name: np.abs(np.linalg.norm(midpoints - c, axis=1) - r) for name, (c, r) in
+                (("inner", inner), ("outer", outer))}
+    nearer = distance["inner"] < distance["outer"]
+    return exterior[nearer if tag == "inner" else ~nearer]
+
+
+def check_bc_kinds(bc, handled):
+    """Refuse, loudly, boundary conditions an oracle does not implement (rather than
+    silently solving another problem). ``handled``: the kinds besides Dirichlet."""
+    for kind in ("neumann", "robin", "periodic", "laplacian"):
+        if bc.get(kind) and kind not in handled:
+            raise NotImplementedError(f"this DOLFINx oracle has no {kind} boundary conditions")
 
 
 def dirichlet_conditions(V, domain_spec, bc, t=None):
@@ -257,22 +278,39 @@ def dirichlet_conditions(V, domain_spec, bc, t=None):
     return bcs, refresh
 
 
-def neumann_term(v, domain_spec, bc, t=None):
-    """Sum of g v ds over the Neumann conditions (g = kappa du/dn), or 0."""
+def natural_term(w, v, domain_spec, bc, t=None):
+    """The boundary integrals of the natural conditions, to add to the right-hand side:
+    g v ds on Neumann sides (g = kappa du/dn) and (g - alpha w) v ds on Robin sides
+    (kappa du/dn + alpha u = g), with ``w`` the unknown (a TrialFunction or Function)."""
     msh = v.ufl_function_space().mesh
-    term = 0
-    items = conditions(bc, "neumann")
+    items = [(kind, c) for kind in ("neumann", "robin") for c in conditions(bc, kind)]
     if not items:
-        return term
-    facet_lists = [boundary_facets(msh, domain_spec, c["on"]) for c in items]
-    entities = np.concatenate(facet_lists).astype(np.int32)
-    markers = np.concatenate([np.full(len(f), i + 1, dtype=np.int32) for i, f in enumerate(facet_lists)])
-    order = np.argsort(entities)
-    tags = mesh.meshtags(msh, msh.topology.dim - 1, entities[order], markers[order])
-    ds = ufl.Measure("ds", domain=msh, subdomain_data=tags)
-    for i, condition in enumerate(items):
-        term = term + to_ufl(condition["value"], msh, t) * v * ds(i + 1)
+        return 0
+    ds = _natural_measure(msh, domain_spec, items)
+    term = 0
+    for i, (kind, condition) in enumerate(items):
+        flux = to_ufl(condition["value"], msh, t)
+        if kind == "robin":
+            flux = flux - to_ufl(condition.get("alpha", 1.0), msh, t) * w
+        term = term + flux * v * ds(i + 1)
     return term
+
+
+_MEASURES = {}
+
+
+def _natural_measure(msh, domain_spec, items):
+    """ds with marker i + 1 on the facets of items[i]; one Measure per mesh and data, as
+    every form must share its subdomain data."""
+    key = (id(msh), json.dumps(items, sort_keys=True))
+    if key not in _MEASURES:
+        facet_lists = [boundary_facets(msh, domain_spec, c["on"]) for _, c in items]
+        entities = np.concatenate(facet_lists).astype(np.int32)
+        markers = np.concatenate([np.full(len(f), i + 1, dtype=np.int32) for i, f in enumerate(facet_lists)])
+        order = np.argsort(entities, kind="stable")
+        tags = mesh.meshtags(msh, msh.topology.dim - 1, entities[order], markers[order])
+        _MEASURES[key] = (msh, ufl.Measure("ds", domain=msh, subdomain_data=tags))
+    return _MEASURES[key][1]
 
 
 # ---- sampling on the evaluation grid ----
@@ -382,30 +420,67 @@ def time_grid(time_spec, min_steps=10):
     return t0, (t_end - t0) / steps, steps
 
 
-def run_linear_steps(a, L, dirichlet, refresh, u_new, u_old, t_old, t_new, t0, dt, steps, prefix):
-    """Time loop of a linear one-step scheme whose matrix does not change: assemble and
-    factorize once, re-assemble only the right-hand side. Returns the worst KSP reason."""
-    step_solver = LinearStep(a, L, dirichlet, u_new, prefix)
+STARTUP_SUBSTEPS = 4  # the first step: implicit Euler sub-steps (Rannacher start)
+
+
+class Stepping:
+    """theta and dt of a theta scheme as Constants in the forms, and the schedule the
+    time loops follow: the first step as STARTUP_SUBSTEPS implicit Euler sub-steps, then
+    Crank-Nicolson. Crank-Nicolson alone rings on data that do not fit at t0 (a source
+    switched on against zero initial and boundary values); the sub-steps damp that at a
+    cost of O(dt^2 / 8) once."""
+
+    def __init__(self, msh, dt):
+        from petsc4py import PETSc
+
+        self.theta = fem.Constant(msh, PETSc.ScalarType(0.5))
+        self.dt = fem.Constant(msh, PETSc.ScalarType(dt))
+
+    def schedule(self, t0, dt, steps):
+        """(t_old, t_new, theta, dt) of every (sub-)step."""
+        small = dt / STARTUP_SUBSTEPS
+        for k in range(STARTUP_SUBSTEPS):
+            yield t0 + k * small, t0 + (k + 1) * small, 1.0, small
+        for step in range(2, steps + 1):
+            yield t0 + (step - 1) * dt, t0 + step * dt, 0.5, dt
+
+
+def run_linear_steps(a, L, dirichlet, refresh, u_new, u_old, t_old, t_new, t0, dt, steps, prefix, periodic=None,
+                     stepping=None):
+    """Time loop of a linear one-step scheme: the matrix is assembled and factorized once
+    per (theta, dt) of the Stepping schedule (or once, without one); each step
+    re-assembles only the right-hand side. Returns the worst KSP reason."""
+    solvers = {}
     reason = 1
-    for step in range(1, steps + 1):
-        t_old.value = t0 + (step - 1) * dt
-        t_new.value = t0 + step * dt
+    schedule = (stepping.schedule(t0, dt, steps) if stepping is not None
+                else ((t0 + (k - 1) * dt, t0 + k * dt, None, dt) for k in range(1, steps + 1)))
+    for old, new, theta, step_dt in schedule:
+        t_old.value, t_new.value = old, new
+        if stepping is not None:
+            stepping.theta.value, stepping.dt.value = theta, step_dt
+        if (theta, step_dt) not in solvers:  # assembled with this step's theta and dt
+            solvers[theta, step_dt] = LinearStep(a, L, dirichlet, u_new, prefix, periodic)
         refresh()
-        reason = min(reason, step_solver.solve())
+        reason = min(reason, solvers[theta, step_dt].solve())
         u_old.x.array[:] = u_new.x.array
     return reason
 
 
 class LinearStep:
     """A fixed matrix, factorized once; solve() re-assembles the right-hand side L with
-    the current Dirichlet data and writes the solution into u. Returns the KSP reason."""
+    the current Dirichlet data and writes the solution into u. Returns the KSP reason.
+    With a PeriodicMap the system is the periodic one, (P^T A P) u_r = P^T b."""
 
-    def __init__(self, a, L, dirichlet, u, prefix):
+    def __init__(self, a, L, dirichlet, u, prefix, periodic=None):
         from dolfinx.fem.petsc import assemble_matrix, create_vector
 
-        self.a, self.L, self.dirichlet, self.u = a, L, dirichlet, u
-        A = assemble_matrix(a, bcs=dirichlet)
+        self.a, self.L = fem.form(a), fem.form(L)
+        self.dirichlet, self.u, self.periodic = dirichlet, u, periodic
+        A = assemble_matrix(self.a, bcs=dirichlet)
         A.assemble()
+        if periodic is not None:
+            A = periodic.reduce_matrix(A)
+            self.u_r = periodic.new_reduced_vector()
         self.ksp = linear_solver(A, prefix, direct_solver_options())
         self.b = create_vector(u.function_space)
 
@@ -419,9 +494,19 @@ class LinearStep:
         apply_lifting(self.b, [self.a], [self.dirichlet])
         self.b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
         set_bc(self.b, self.dirichlet)
-        self.ksp.solve(self.b, self.u.x.petsc_vec)
+        if self.periodic is None:
+            self.ksp.solve(self.b, self.u.x.petsc_vec)
+        else:
+            self.ksp.solve(self.periodic.reduce_vector(self.b), self.u_r)
+            self.periodic.expand(self.u_r, self.u.x.petsc_vec)
         self.u.x.scatter_forward()
         return self.ksp.getConvergedReason()
+
+
+def solve_linear(a, L, dirichlet, V, prefix, periodic=None):
+    """One linear solve (direct LU); returns (solution Function, KSP reason)."""
+    uh = fem.Function(V)
+    return uh, LinearStep(a, L, dirichlet, uh, prefix, periodic).solve()
 
 
 def covers_whole_boundary(msh, domain_spec, condition_list):
@@ -475,29 +560,86 @@ def vector_forcing(pde, msh):
     return ufl.as_vector([to_ufl(c, msh) for c in forcing_of(pde, msh.geometry.dim)])
 
 
-def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, steps, prefix):
-    """Time loop of a nonlinear one-step scheme with residual F(uh; u_old): one Newton
-    solve per step (SNES, MUMPS LU). Returns (worst SNES reason, Newton iterations)."""
-    from dolfinx.fem.petsc import NonlinearProblem
+class Newton:
+    """Newton's method for F(u) = 0 with Dirichlet data and, optionally, periodicity:
+    J du = -F on the (periodic) system, MUMPS LU, stopping at ||F|| <= max(atol,
+    rtol ||F_0||). ``solve()`` returns (converged, iterations)."""
 
-    problem = NonlinearProblem(F, uh, bcs=dirichlet, petsc_options_prefix=prefix, petsc_options={
-        "snes_type": "newtonls", "snes_linesearch_type": "basic", "snes_rtol": 1e-10, "snes_atol": 1e-12,
-        "snes_max_it": 25, **direct_solver_options()})
-    reason, iterations = 1, 0
-    for step in range(1, steps + 1):
-        t_old.value = t0 + (step - 1) * dt
-        t_new.value = t0 + step * dt
+    def __init__(self, F, u, dirichlet, prefix, periodic=None, rtol=1e-10, atol=1e-12, max_it=25):
+        from dolfinx.fem.petsc import create_matrix, create_vector
+
+        self.F, self.J = fem.form(F), fem.form(ufl.derivative(F, u))
+        self.u, self.dirichlet, self.periodic = u, dirichlet, periodic
+        self.rtol, self.atol, self.max_it, self.prefix = rtol, atol, max_it, prefix
+        self.A, self.b = create_matrix(self.J), create_vector(u.function_space)
+        self.du = self.b.duplicate()
+
+    def _residual(self):
+        from dolfinx.fem.petsc import apply_lifting, assemble_vector, set_bc
+        from petsc4py import PETSc
+
+        with self.b.localForm() as local:
+            local.set(0.0)
+        assemble_vector(self.b, self.F)
+        apply_lifting(self.b, [self.J], [self.dirichlet], x0=[self.u.x.petsc_vec], alpha=-1.0)
+        self.b.ghostUpdate(addv=PETSc.InsertMode.ADD, mode=PETSc.ScatterMode.REVERSE)
+        set_bc(self.b, self.dirichlet, self.u.x.petsc_vec, -1.0)
+        return self.b if self.periodic is None else self.periodic.reduce_vector(self.b)
+
+    def solve(self):
+        from dolfinx.fem.petsc import assemble_matrix
+
+        first = None
+        for iteration in range(self.max_it + 1):
+            residual = self._residual()
+            norm = residual.norm()
+            first = norm if first is None else first
+            if norm <= max(self.atol, self.rtol * first):
+                return True, iteration
+            if iteration == self.max_it or not np.isfinite(norm):
+                return False, iteration
+            self.A.zeroEntries()
+            assemble_matrix(self.A, self.J, bcs=self.dirichlet)
+            self.A.assemble()
+            A = self.A if self.periodic is None else self.periodic.reduce_matrix(self.A)
+            ksp = linear_solver(A, self.prefix, direct_solver_options())
+            step = residual.duplicate()
+            ksp.solve(residual, step)
+            if ksp.getConvergedReason() <= 0:
+                return False, iteration
+            if self.periodic is not None:
+                self.periodic.expand(step, self.du)
+                step = self.du
+            self.u.x.petsc_vec.axpy(-1.0, step)
+            self.u.x.scatter_forward()
+            ksp.destroy()
+        return False, self.max_it
+
+
+def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, steps, prefix, periodic, stepping):
+    """Time loop of a nonlinear theta scheme with residual F(uh; u_old), following the
+    Stepping schedule: one Newton solve per step. Returns (all converged, iterations)."""
+    newton = Newton(F, uh, dirichlet, prefix, periodic)
+    converged, iterations = True, 0
+    for old, new, theta, step_dt in stepping.schedule(t0, dt, steps):
+        t_old.value, t_new.value = old, new
+        stepping.theta.value, stepping.dt.value = theta, step_dt
         refresh()
-        problem.solve()
-        reason = min(reason, problem.solver.getConvergedReason())
-        iterations += problem.solver.getIterationNumber()
+        ok, count = newton.solve()
+        converged, iterations = converged and ok, iterations + count
+        if not ok:
+            break
         u_old.x.array[:] = uh.x.array
-    return reason, iterations
+    return converged, iterations
 
 
-def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False):
-    """(mesh, Lagrange space, h, domain size) at h = L / cells; refuses unsupported BCs."""
-    unsupported(case_spec.get("bc", {}))
+SCALAR_BC_KINDS = ("neumann", "robin", "periodic")  # what the scalar second-order oracles implement
+
+
+def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False, bc_kinds=()):
+    """(mesh, Lagrange space, h, domain size) at h = L / cells; refuses boundary
+    condition kinds (besides Dirichlet) that are not in ``bc_kinds``."""
+    check_bc_kinds(case_spec.get("bc", {}), bc_kinds)
     domain_spec = case_spec["domain"]
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     size = domain_size(domain_spec)
@@ -507,12 +649,15 @@ def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False):
     return msh, V, h, size
 
 
-def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2):
-    """Mesh, space, time grid, time Constants, u_old = ic, uh = copy, Dirichlet data."""
+def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2, bc_kinds=SCALAR_BC_KINDS):
+    """Mesh, space, time grid, time Constants, u_old = ic, uh = copy, Dirichlet data,
+    the periodic map (or None)."""
     from petsc4py import PETSc
 
+    from _periodic import periodic_map
+
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
-    msh, V, h, _ = mesh_and_space(case_spec, cells_2d, cells_3d, degree)
+    msh, V, h, _ = mesh_and_space(case_spec, cells_2d, cells_3d, degree, bc_kinds=bc_kinds)
     t0, dt, steps = time_grid(pde["time"])
     t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
     u_old = fem.Function(V)
@@ -521,28 +666,33 @@ def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2):
     uh.x.array[:] = u_old.x.array
     dirichlet, refresh = dirichlet_conditions(V, domain_spec, bc, t_new)
     return dict(msh=msh, V=V, h=h, t0=t0, dt=dt, steps=steps, t_new=t_new, t_old=t_old, u_old=u_old, uh=uh,
-                dirichlet=dirichlet, refresh=refresh)
+                dirichlet=dirichlet, refresh=refresh, periodic=periodic_map(V, case_spec, dirichlet))
 
 
 def solve_crank_nicolson_newton(case_spec, operator, prefix, cells_2d, cells_3d, degree, started):
     """u_t + N(u) = f, with ``operator(w, v)`` the weak form of N (a UFL integrand):
-    Crank-Nicolson in time, a Newton solve per step; writes the outputs."""
+    Crank-Nicolson in time (implicit Euler start), a Newton solve per step; writes the outputs."""
     s = scalar_transient_setup(case_spec, cells_2d, cells_3d, degree)
     msh, uh, u_old, t_new, t_old, dt = s["msh"], s["uh"], s["u_old"], s["t_new"], s["t_old"], s["dt"]
     domain_spec, bc = case_spec["domain"], case_spec["bc"]
     v = ufl.TestFunction(s["V"])
     forcing = forcing_of(case_spec["pde"])
-    F = ((uh - u_old) / dt * v + 0.5 * (operator(uh, v) + operator(u_old, v))
-         - 0.5 * (to_ufl(forcing, msh, t_new) + to_ufl(forcing, msh, t_old)) * v) * ufl.dx
-    F -= 0.5 * (neumann_term(v, domain_spec, bc, t_new) + neumann_term(v, domain_spec, bc, t_old))
-    reason, newton = run_newton_steps(F, uh, u_old, s["dirichlet"], s["refresh"], t_old, t_new, s["t0"], dt,
-                                      s["steps"], prefix)
+    stepping = Stepping(msh, dt)
+    theta = stepping.theta
+
+    def part(w, when):  # N(w) - f(when) - boundary terms, as a residual integrand
+        return ((operator(w, v) - to_ufl(forcing, msh, when) * v) * ufl.dx
+                - natural_term(w, v, domain_spec, bc, when))
+
+    F = (uh - u_old) / stepping.dt * v * ufl.dx + theta * part(uh, t_new) + (1 - theta) * part(u_old, t_old)
+    converged, newton = run_newton_steps(F, uh, u_old, s["dirichlet"], s["refresh"], t_old, t_new, s["t0"], dt,
+                                         s["steps"], prefix, s["periodic"], stepping)
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], s["h"])
     write_outputs(u_grid, axes, started, {
         "mesh_resolution": round(domain_size(domain_spec) / s["h"]), "element_degree": degree,
         "num_dofs": s["V"].dofmap.index_map.size_global, "num_time_steps": s["steps"], "dt": dt,
-        "time_scheme": "crank_nicolson", "newton_iterations": newton, "snes_type": "newtonls", "pc_type": "lu",
-        "converged": bool(reason > 0), "converged_reason": int(reason),
+        "time_scheme": "crank_nicolson_euler_start", "newton_iterations": newton, "nonlinear_solver": "newton", "pc_type": "lu",
+        "periodic": s["periodic"] is not None, "converged": bool(converged),
     })
 
 

@@ -24,7 +24,8 @@ def solve(case_spec):
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
     if "laplacian" not in bc:
         raise ValueError("a biharmonic case needs lap(u) on the boundary (bc.laplacian)")
-    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE,
+                                     bc_kinds=("laplacian",))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
     minus_laplacian = {"dirichlet": [{"on": c["on"], "value": f"-({c['value']})"} for c in _as_list(bc["laplacian"])]}

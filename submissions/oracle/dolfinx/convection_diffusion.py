@@ -2,19 +2,21 @@
 
 P2 Lagrange, h = L/48, SUPG with the residual of the full operator and
 tau = h / (2 |beta|) * min(1, Pe_h / 3), Pe_h = |beta| h / (2 eps). Steady cases: one
-LU solve. Transient cases: Crank-Nicolson (dt <= 0.005) with the SUPG residual of the
-time-discrete equation; the matrix is factorized once.
+LU solve. Transient cases: Crank-Nicolson (dt <= 0.005, the first step as 4 implicit
+Euler sub-steps) with the SUPG residual of the time-discrete equation; one factorization
+per (theta, dt).
 """
 
 import time
 
 import ufl
 from dolfinx import fem
-from dolfinx.fem.petsc import LinearProblem
 from petsc4py import PETSc
 
-from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space,
-                            neumann_term, run_linear_steps, sample_on_grid, time_grid, to_ufl, write_outputs)
+from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, forcing_of, mesh_and_space, natural_term,
+                            run_linear_steps, sample_on_grid, solve_linear, Stepping, time_grid, to_ufl,
+                            write_outputs)
+from _periodic import periodic_map
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -24,7 +26,8 @@ CELLS_PER_LENGTH_3D = 12
 def solve(case_spec):
     started = time.perf_counter()
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
-    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
+    msh, V, h, size = mesh_and_space(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE,
+                                     bc_kinds=SCALAR_BC_KINDS)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     params = pde["params"]
     eps = fem.Constant(msh, PETSc.ScalarType(float(params["epsilon"])))
@@ -45,29 +48,31 @@ def solve(case_spec):
             "stabilization": "supg", "ksp_type": "preonly", "pc_type": "lu"}
     if "time" not in pde:
         f = to_ufl(forcing_of(pde), msh)
-        a = weak(u) + operator(u) * streamline_v * ufl.dx
-        L = f * v * ufl.dx + f * streamline_v * ufl.dx + neumann_term(v, domain_spec, bc)
+        a, L = ufl.system(weak(u) + (operator(u) - f) * streamline_v * ufl.dx - f * v * ufl.dx
+                          - natural_term(u, v, domain_spec, bc))
         bcs, _ = dirichlet_conditions(V, domain_spec, bc)
-        problem = LinearProblem(a, L, bcs=bcs, petsc_options=direct_solver_options(), petsc_options_prefix="cd_")
-        uh = problem.solve()
-        reason = problem.solver.getConvergedReason()
+        uh, reason = solve_linear(a, L, bcs, V, "cd_", periodic_map(V, case_spec, bcs))
     else:
         t0, dt, steps = time_grid(pde["time"])
         t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
         forcing = forcing_of(pde)
-        f_mid = 0.5 * (to_ufl(forcing, msh, t_new) + to_ufl(forcing, msh, t_old))
+        stepping = Stepping(msh, dt)
+        theta, dt_c = stepping.theta, stepping.dt
+        f_mid = theta * to_ufl(forcing, msh, t_new) + (1 - theta) * to_ufl(forcing, msh, t_old)
         u_old = fem.Function(V)
         u_old.interpolate(fem.Expression(to_ufl(case_spec["ic"]["value"], msh), V.element.interpolation_points))
         uh = fem.Function(V)
         dirichlet, refresh = dirichlet_conditions(V, domain_spec, bc, t_new)
-        # Crank-Nicolson: (u - u_old)/dt + (A u + A u_old)/2 = f_mid, tested with v + tau beta.grad(v)
-        residual_u = u / dt + 0.5 * operator(u)
-        residual_old = u_old / dt - 0.5 * operator(u_old) + f_mid
-        a = fem.form(u / dt * v * ufl.dx + 0.5 * weak(u) + residual_u * streamline_v * ufl.dx)
-        L = fem.form(u_old / dt * v * ufl.dx - 0.5 * weak(u_old) + f_mid * v * ufl.dx
-                     + residual_old * streamline_v * ufl.dx
-                     + 0.5 * (neumann_term(v, domain_spec, bc, t_new) + neumann_term(v, domain_spec, bc, t_old)))
-        reason = run_linear_steps(a, L, dirichlet, refresh, uh, u_old, t_old, t_new, t0, dt, steps, "cd_")
-        info.update(num_time_steps=steps, dt=dt, time_scheme="crank_nicolson")
+        # theta scheme (Crank-Nicolson after two implicit Euler steps):
+        # (u - u_old)/dt + theta A u + (1 - theta) A u_old = f_mid, tested with v + tau beta.grad(v)
+        residual_u = u / dt_c + theta * operator(u)
+        residual_old = u_old / dt_c - (1 - theta) * operator(u_old) + f_mid
+        a, L = ufl.system((u - u_old) / dt_c * v * ufl.dx + theta * weak(u) + (1 - theta) * weak(u_old)
+                          - f_mid * v * ufl.dx + (residual_u - residual_old) * streamline_v * ufl.dx
+                          - theta * natural_term(u, v, domain_spec, bc, t_new)
+                          - (1 - theta) * natural_term(u_old, v, domain_spec, bc, t_old))
+        reason = run_linear_steps(a, L, dirichlet, refresh, uh, u_old, t_old, t_new, t0, dt, steps, "cd_",
+                                  periodic_map(V, case_spec, dirichlet), stepping)
+        info.update(num_time_steps=steps, dt=dt, time_scheme="crank_nicolson_euler_start")
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {**info, "converged": bool(reason > 0), "converged_reason": int(reason)})

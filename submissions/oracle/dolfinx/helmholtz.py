@@ -1,6 +1,8 @@
-"""DOLFINx oracle for Helmholtz: -lap(u) - k^2 u = f with Dirichlet and Neumann data.
+"""DOLFINx oracle for Helmholtz: -lap(u) - k^2 u = f with Dirichlet, Neumann, Robin or
+periodic data.
 
-P2 Lagrange with at least 12 nodes per wavelength (h <= 2 pi / (12 k), and L/48),
+P2 Lagrange with at least 12 cells per wavelength in 2-D (h <= 2 pi / (12 k), and L/48),
+6 in 3-D (and L/12),
 direct LU (MUMPS): the operator is indefinite, so no CG.
 """
 
@@ -8,10 +10,9 @@ import math
 import time
 
 import ufl
-from dolfinx.fem.petsc import LinearProblem
-
-from _oracle_common import (direct_solver_options, dirichlet_conditions, domain_size, forcing_of,
-                            mesh_and_space, neumann_term, sample_on_grid, to_ufl, write_outputs)
+from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, domain_size, forcing_of, mesh_and_space,
+                            natural_term, sample_on_grid, solve_linear, to_ufl, write_outputs)
+from _periodic import periodic_map
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
@@ -23,16 +24,17 @@ def solve(case_spec):
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec.get("bc", {})
     k = float(pde["params"]["k"])
     size = domain_size(domain_spec)
-    per_wavelength = math.ceil(12 * k * size / (2 * math.pi))  # at least 12 nodes per wavelength
-    msh, V, h, size = mesh_and_space(case_spec, max(CELLS_PER_LENGTH, per_wavelength),
-                                     max(CELLS_PER_LENGTH_3D, per_wavelength), DEGREE)
+    wavelengths = k * size / (2 * math.pi)
+    # 12 P2 cells per wavelength in 2-D; 6 (12 nodes) in 3-D, where a 3-D LU of the 2-D
+    # density would not fit (k = 20: 493k dofs, MUMPS ran out of memory)
+    msh, V, h, size = mesh_and_space(case_spec, max(CELLS_PER_LENGTH, math.ceil(12 * wavelengths)),
+                                     max(CELLS_PER_LENGTH_3D, math.ceil(6 * wavelengths)), DEGREE,
+                                     bc_kinds=SCALAR_BC_KINDS)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
-    a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k ** 2 * u * v) * ufl.dx
-    L = to_ufl(forcing_of(pde), msh) * v * ufl.dx + neumann_term(v, domain_spec, bc)
+    a, L = ufl.system((ufl.inner(ufl.grad(u), ufl.grad(v)) - k ** 2 * u * v - to_ufl(forcing_of(pde), msh) * v)
+                      * ufl.dx - natural_term(u, v, domain_spec, bc))
     bcs, _ = dirichlet_conditions(V, domain_spec, bc)
-    problem = LinearProblem(a, L, bcs=bcs, petsc_options=direct_solver_options(), petsc_options_prefix="helmholtz_")
-    uh = problem.solve()
-    reason = problem.solver.getConvergedReason()
+    uh, reason = solve_linear(a, L, bcs, V, "helmholtz_", periodic_map(V, case_spec, bcs))
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
         "mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global,

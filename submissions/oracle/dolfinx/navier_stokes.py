@@ -11,14 +11,14 @@ import ufl
 from dolfinx.fem.petsc import LinearProblem, NonlinearProblem
 
 from _flow import TaylorHood
-from _oracle_common import (direct_solver_options, unsupported)
+from _oracle_common import check_bc_kinds, direct_solver_options
 
 
 def solve(case_spec):
     started = time.perf_counter()
     if "time" in case_spec["pde"]:
         raise NotImplementedError("the DOLFINx oracle solves steady Navier-Stokes only")
-    unsupported(case_spec.get("bc", {}))
+    check_bc_kinds(case_spec.get("bc", {}), ())
     flow = TaylorHood(case_spec)
     a, L = flow.stokes_forms()
     w = LinearProblem(a, L, bcs=flow.bcs, petsc_options=direct_solver_options(),

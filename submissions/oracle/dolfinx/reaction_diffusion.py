@@ -1,7 +1,8 @@
 """DOLFINx oracle for reaction-diffusion: u_t - eps lap(u) + R(u) = f, R from the case.
 
-P2 Lagrange, h = L/40, Crank-Nicolson (dt <= 0.005) with a Newton solve per step
-(PETSc SNES, MUMPS LU for the Jacobian); every step's convergence is checked.
+P2 Lagrange, h = L/40, Crank-Nicolson (dt <= 0.005, the first step as 4 implicit Euler
+sub-steps) with a Newton solve per step (MUMPS LU for the Jacobian); every step's
+convergence is checked.
 """
 
 import time

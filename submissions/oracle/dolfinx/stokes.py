@@ -11,12 +11,12 @@ import time
 from dolfinx.fem.petsc import LinearProblem
 
 from _flow import TaylorHood
-from _oracle_common import (direct_solver_options, unsupported)
+from _oracle_common import check_bc_kinds, direct_solver_options
 
 
 def solve(case_spec):
     started = time.perf_counter()
-    unsupported(case_spec.get("bc", {}))
+    check_bc_kinds(case_spec.get("bc", {}), ())
     flow = TaylorHood(case_spec)
     a, L = flow.stokes_forms()
     problem = LinearProblem(a, L, bcs=flow.bcs, petsc_options=direct_solver_options(), petsc_options_prefix="stokes_")

@@ -23,7 +23,7 @@ BETA, GAMMA = 0.25, 0.5
 
 def solve(case_spec):
     started = time.perf_counter()
-    s = scalar_transient_setup(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE)
+    s = scalar_transient_setup(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D, DEGREE, bc_kinds=())
     msh, V, u_n, dt, t_new = s["msh"], s["V"], s["u_old"], s["dt"], s["t_new"]
     pde = case_spec["pde"]
     c2 = float(pde["params"]["c"]) ** 2

@@ -1,0 +1,1 @@
+"""Solver generation by an LLM: model registry, client, prompts' transport, cache."""
