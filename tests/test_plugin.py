@@ -92,10 +92,20 @@ def test_markers_are_registered(pytester, suite):
         assert any(line.startswith(f"@pytest.mark.{marker}") for line in result.outlines), marker
 
 
-def test_missing_runtime_skips_with_install_hint(pytester, suite):
-    result = pytester.runpytest(*options(suite, "--pde-library=firedrake", "-rs"))
+def test_missing_runtime_skips_with_install_hint(pytester, suite, monkeypatch):
+    from pytest_pdebench.libraries import detect_runtime
+
+    result = pytester.runpytest(*options(suite, "--pde-library=dealii", "-rs"))
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*SKIPPED*Firedrake track is not implemented yet*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*deal.II track is not implemented yet*"])
+    detect_runtime.cache_clear()
+    monkeypatch.setenv("PDEBENCH_FIREDRAKE_PYTHON", "/nonexistent/venv/bin/python")
+    try:
+        result = pytester.runpytest(*options(suite, "--pde-library=firedrake", "-rs"))
+    finally:
+        detect_runtime.cache_clear()
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*firedrake runtime not found*scripts/provision_firedrake.sh*"])
 
 
 def test_missing_dolfinx_says_what_to_install(pytester, suite, monkeypatch):

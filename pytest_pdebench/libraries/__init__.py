@@ -80,17 +80,23 @@ class PythonTrack(Track):
     version_expr = ""
     preload = ""
 
+    def python_path(self) -> str:
+        return os.environ.get(self.python_env_var) or sys.executable
+
     def detect(self) -> Runtime:
-        python = os.environ.get(self.python_env_var) or sys.executable
+        python = self.python_path()
         try:
             info = _probe_python(python, self.probe_modules, self.version_expr)
         except RuntimeMissing as exc:
             raise RuntimeMissing(f"{self.name} runtime not found ({exc}). {self.install_hint}") from None
-        read_only = tuple(dict.fromkeys([info["prefix"], info["base_prefix"]]))
+        read_only = tuple(dict.fromkeys([info["prefix"], info["base_prefix"], *self.extra_read_only(info)]))
         return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
 
     def extra_env(self, info: dict) -> dict[str, str]:
         return {}
+
+    def extra_read_only(self, info: dict) -> list[str]:
+        return []
 
     def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
         env = {
@@ -110,7 +116,8 @@ class PythonTrack(Track):
 
 def _tracks() -> dict[str, Track]:
     from .dolfinx import DolfinxTrack
-    from .unavailable import DealiiTrack, FiredrakeTrack
+    from .firedrake import FiredrakeTrack
+    from .unavailable import DealiiTrack
 
     return {track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}
 

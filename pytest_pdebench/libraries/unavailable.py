@@ -1,4 +1,4 @@
-"""Tracks whose runners are not built yet (Firedrake: issue 6, deal.II: issue 5).
+"""Tracks whose runners are not built yet (deal.II: issue 5).
 
 Their items are collected (cases declare them) and skip with a message saying what
 is missing, rather than pretending to run.
@@ -7,15 +7,6 @@ is missing, rather than pretending to run.
 from __future__ import annotations
 
 from . import RuntimeMissing, Track
-
-
-class FiredrakeTrack(Track):
-    name = "firedrake"
-    suffixes = (".py",)
-    install_hint = "the Firedrake track is not implemented yet in this version of pytest-pdebench"
-
-    def detect(self):
-        raise RuntimeMissing(self.install_hint)
 
 
 class DealiiTrack(Track):

@@ -1,0 +1,71 @@
+"""The Firedrake track: Firedrake 2026.10 built from PyPI sources by
+``scripts/provision_firedrake.sh`` into a per-machine cache (there is no wheel).
+
+The runtime is the provisioned venv (or ``$PDEBENCH_FIREDRAKE_PYTHON``); its prefix, the
+Python it was made from and the PETSc it links are mounted read-only in the sandbox.
+Generated code (TSFC, loopy, PyOP2) goes to the item's compile cache, like DOLFINx's JIT:
+the gated first run compiles, the timed runs reuse it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from . import PythonTrack, RuntimeMissing
+
+PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
+
+
+def provisioned_python() -> Path | None:
+    """The venv python of ``scripts/provision_firedrake.sh`` (its --print gives the folder)."""
+    if not PROVISION_SCRIPT.is_file():
+        return None
+    done = subprocess.run(["bash", str(PROVISION_SCRIPT), "--print"], capture_output=True, text=True, timeout=30)
+    prefix = Path(done.stdout.strip()) if done.returncode == 0 else None
+    return prefix / "venv" / "bin" / "python" if prefix else None
+
+
+def _runtime_env(prefix: Path) -> dict[str, str]:
+    """PETSC_DIR and friends written by the provisioning script."""
+    path = prefix / "runtime.env"
+    if not path.is_file():
+        return {}
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+class FiredrakeTrack(PythonTrack):
+    name = "firedrake"
+    python_env_var = "PDEBENCH_FIREDRAKE_PYTHON"
+    probe_modules = "firedrake, importlib.metadata"
+    version_expr = "importlib.metadata.version('firedrake')"
+    preload = "mpi4py.MPI,numpy,petsc4py.PETSc,firedrake"
+    install_hint = ("Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
+                    "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
+                    "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
+                    "that imports firedrake.")
+
+    def python_path(self) -> str:
+        python = os.environ.get(self.python_env_var) or provisioned_python()
+        if not python or not Path(python).exists():
+            raise RuntimeMissing(f"firedrake runtime not found. {self.install_hint}")
+        return str(python)
+
+    def _provisioned_env(self, info: dict) -> dict[str, str]:
+        # <cache>/<key>/venv is the prefix; runtime.env sits in <cache>/<key>
+        return _runtime_env(Path(info["prefix"]).parent)
+
+    def extra_read_only(self, info: dict) -> list[str]:
+        petsc = self._provisioned_env(info).get("PETSC_DIR")
+        return [petsc] if petsc else []
+
+    def extra_env(self, info: dict) -> dict[str, str]:
+        return {
+            **self._provisioned_env(info),
+            "FIREDRAKE_CACHE_DIR": "{cache}",  # TSFC and PyOP2 kernels, per item
+            "OMP_NUM_THREADS": "1",
+            # Open MPI in a network-less namespace: a singleton that does not look for peers
+            "OMPI_MCA_ess_singleton_isolated": "1",
+        }
