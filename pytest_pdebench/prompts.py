@@ -133,10 +133,11 @@ def _rules(view: dict, timeout_sec: float) -> str:
 
 
 def _guide(library: str, guides_dir: Path | None) -> str:
+    """The library guide (it starts with its own top heading), or a note that there is none."""
     path = Path(guides_dir) / GUIDE_FILES[library] if guides_dir else None
     if path and path.is_file():
         return path.read_text(encoding="utf-8").strip()
-    return f"(No API guide for {LIBRARY_TITLES[library]} is bundled yet.)"
+    return f"# {LIBRARY_TITLES[library]} guide\n\n(No API guide for this library is bundled yet.)"
 
 
 def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, scaffold: str | None = None) -> str:
@@ -159,7 +160,7 @@ def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, 
                      f"```{'cpp' if library == 'dealii' else 'python'}\n{scaffold.rstrip()}\n```")
     parts += [
         "# Rules\n\n" + _rules(view, timeout_sec),
-        f"# {LIBRARY_TITLES[library]} guide\n\n" + _guide(library, guides_dir),
+        _guide(library, guides_dir),
         "Answer with the complete program in one fenced code block.",
     ]
     return "\n\n".join(parts) + "\n"

@@ -9,7 +9,8 @@ Directory layout for ``--pde-submissions=DIR`` (first match wins):
 
 ``<suffix>`` is ``.py`` for DOLFINx and Firedrake, ``.cpp``/``.cc`` for deal.II. Files
 named ``_*<suffix>`` beside the chosen solver are helpers and travel with it into the
-sandbox (for example shared mesh or output code).
+sandbox (for example shared mesh or output code); so do those at the top of DIR, shared
+by every library's solvers (beside the solver wins on a name clash).
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ class DirectorySource:
             if path.is_file():
                 solver_name = f"solver{path.suffix}"
                 files = {solver_name: path.read_bytes()}
-                for helper in sorted(path.parent.glob(f"_*{path.suffix}")):
-                    files[helper.name] = helper.read_bytes()
+                for folder in dict.fromkeys([self.directory, path.parent]):  # the solver's own folder last
+                    for helper in sorted(folder.glob(f"_*{path.suffix}")):
+                        files[helper.name] = helper.read_bytes()
                 return Submission(solver_name, files, str(path))
         shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")

@@ -120,6 +120,11 @@ if ! done_step firedrake; then
     logged firedrake "${PIP[@]}" install --no-binary h5py "firedrake[check]==$FIREDRAKE_VERSION" numpy
     mark firedrake
 fi
+if ! done_step extras; then
+    say "extras: gmsh (meshes of curved and holed domains)"
+    logged extras "${PIP[@]}" install gmsh
+    mark extras
+fi
 
 # the environment every Firedrake process of this project gets (the sandbox reads it)
 cat >"$PREFIX/runtime.env" <<EOF

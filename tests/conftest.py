@@ -65,6 +65,20 @@ def dolfinx_available(bwrap_available):
         _missing(str(exc))
 
 
+@pytest.fixture(scope="session")
+def firedrake_available(bwrap_available):
+    """The provisioned Firedrake runtime (scripts/provision_firedrake.sh, ~20 minutes once).
+    Required only with PDEBENCH_REQUIRE_FIREDRAKE=1: `make test` does not provision it."""
+    from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
+
+    try:
+        return detect_runtime("firedrake")
+    except RuntimeMissing as exc:
+        if os.environ.get("PDEBENCH_REQUIRE_FIREDRAKE") == "1":
+            pytest.fail(f"required runtime missing: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
 @functools.lru_cache(maxsize=1)
 def _committed_records() -> dict[str, dict]:
     lines = (STARTER / "starter.jsonl").read_text().splitlines()

@@ -63,7 +63,7 @@ def test_prompt_is_deterministic_and_ordered():
     assert first == second
     headings = [line for line in first.splitlines() if line.startswith("# ")]
     assert headings[:6] == ["# Task", "# Equation: Poisson equation", "# Case specification (authoritative)",
-                            "# What to write", "# Rules", "# DOLFINx 0.11 guide"]
+                            "# What to write", "# Rules", "# DOLFINx 0.11 guide (the runtime of this benchmark)"]
     assert "Solve a steady Poisson equation on a 2-D unit_square domain with dirichlet boundary" in first
     assert "/work/" not in first and "/tmp/" not in first  # nothing of this machine
     block = first.split("```json\n")[1].split("\n```")[0]

@@ -1,0 +1,217 @@
+"""Shared pieces of the Firedrake oracle: meshes with named boundary parts, case
+expressions as UFL, boundary conditions, sampling on the evaluation grid, output files.
+
+Everything works from the agent view (case_spec) alone, like any submission.
+"""
+
+import ast
+import json
+import math
+import time
+
+import firedrake as fd
+import numpy as np
+import ufl
+
+from _geometry import mesh_domain
+
+LU = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
+NEWTON = {"snes_type": "newtonls", "snes_linesearch_type": "basic", "snes_rtol": 1e-10, "snes_atol": 1e-12,
+          "snes_max_it": 25, **LU}
+BOX_IDS = {"x_min": 1, "x_max": 2, "y_min": 3, "y_max": 4, "z_min": 5, "z_max": 6}  # Firedrake's box meshes
+
+_FUNCTIONS = {
+    "sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln, "sqrt": ufl.sqrt,
+    "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh, "atan": ufl.atan, "asin": ufl.asin, "acos": ufl.acos,
+    "abs": abs, "Abs": abs, "atan2": ufl.atan2,
+}
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+def to_ufl(expression, mesh, t=None, u=None):
+    """A case expression (string or number) as UFL on ``mesh``; ``t`` a Constant for
+    time-dependent data, ``u`` the unknown in reaction terms. Parsed, never eval'd."""
+    x = ufl.SpatialCoordinate(mesh)
+    names = {"x": x[0], "y": x[1], "pi": math.pi, "e": math.e, "t": t, "u": u}
+    if mesh.geometric_dimension == 3:
+        names["z"] = x[2]
+
+    def convert(node):
+        if isinstance(node, ast.Expression):
+            return convert(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return names[node.id]
+        if isinstance(node, ast.BinOp):
+            return _OPS[type(node.op)](convert(node.left), convert(node.right))
+        if isinstance(node, ast.UnaryOp):
+            value = convert(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call):
+            return _FUNCTIONS[node.func.id](*(convert(a) for a in node.args))
+        raise ValueError(f"unsupported expression {expression!r}")
+
+    value = convert(ast.parse(str(expression).replace("^", "**"), mode="eval"))
+    return fd.Constant(value) if isinstance(value, float) else value
+
+
+def domain_size(domain_spec):
+    bounds = np.asarray(domain_spec.get("bounds", [[0, 1], [0, 1]]), dtype=float)
+    return float(np.max(bounds[:, 1] - bounds[:, 0]))
+
+
+class Domain:
+    """The mesh of a case and its boundary parts: ``ids(tags)`` gives what DirichletBC
+    and ds take."""
+
+    def __init__(self, case_spec, cells_2d, cells_3d):
+        spec = case_spec["domain"]
+        kind, params = spec["type"], spec.get("geometry_params", {})
+        self.dim = 3 if "nz" in case_spec["eval_grid"] else 2
+        self.size = domain_size(spec)
+        self.h = self.size / (cells_3d if self.dim == 3 else cells_2d)
+        periodic = case_spec.get("bc", {}).get("periodic")
+        if kind in ("unit_square", "periodic_square"):
+            x0, x1, y0, y1 = params.get("bounds", (0, 1, 0, 1))
+            n = max(2, round(max(x1 - x0, y1 - y0) / self.h))
+            if periodic:
+                directions = periodic["directions"]
+                direction = "both" if len(directions) == 2 else directions[0]
+                self.mesh = fd.PeriodicRectangleMesh(n, n, x1 - x0, y1 - y0, direction=direction, diagonal="right")
+                if (x0, y0) != (0, 0):
+                    self.mesh.coordinates.dat.data[:] += (x0, y0)
+            else:
+                self.mesh = fd.RectangleMesh(n, n, x1 - x0, y1 - y0, originX=x0, originY=y0, diagonal="right")
+            self.tags = {name: [i] for name, i in BOX_IDS.items() if i <= 4}
+        elif kind == "unit_cube":
+            n = max(2, round(1 / self.h))
+            self.mesh = fd.UnitCubeMesh(n, n, n)
+            self.tags = {name: [i] for name, i in BOX_IDS.items()}
+        else:
+            self.tags = mesh_domain(kind, params, self.h, "domain.msh")
+            self.mesh = fd.Mesh("domain.msh")
+
+    def ids(self, on):
+        names = [on] if isinstance(on, str) else list(on)
+        if "boundary" in names:
+            return "on_boundary"
+        missing = [name for name in names if name not in self.tags]
+        if missing:
+            raise NotImplementedError(f"the oracle cannot locate boundary tag(s) {missing}")
+        return tuple(sorted({i for name in names for i in self.tags[name]}))
+
+
+def conditions(bc, kind):
+    value = bc.get(kind)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def check_bc_kinds(bc, handled):
+    for kind in ("neumann", "robin", "periodic", "laplacian"):
+        if bc.get(kind) and kind not in handled:
+            raise NotImplementedError(f"this Firedrake oracle has no {kind} boundary conditions")
+
+
+class Dirichlet:
+    """DirichletBCs of the case on V (or a subspace); refresh() re-interpolates data
+    that depends on t after t changed."""
+
+    def __init__(self, V, domain, bc, t=None, vector=False):
+        self.pairs, self.bcs = [], []
+        for condition in conditions(bc, "dirichlet"):
+            value = condition["value"]
+            expression = (ufl.as_vector([to_ufl(c, domain.mesh, t) for c in value]) if vector
+                          else to_ufl(value, domain.mesh, t))
+            if V.parent is not None:  # a subspace (mixed flows, steady): the expression itself
+                self.bcs.append(fd.DirichletBC(V, expression, domain.ids(condition["on"])))
+                continue
+            data = fd.Function(V)
+            data.interpolate(expression)
+            self.pairs.append((data, expression))
+            self.bcs.append(fd.DirichletBC(V, data, domain.ids(condition["on"])))
+
+    def refresh(self):
+        for data, expression in self.pairs:
+            data.interpolate(expression)
+
+
+def natural_term(w, v, domain, bc, t=None):
+    """g v ds on Neumann parts, (g - alpha w) v ds on Robin parts, for the right-hand side."""
+    term = 0
+    for kind in ("neumann", "robin"):
+        for condition in conditions(bc, kind):
+            flux = to_ufl(condition["value"], domain.mesh, t)
+            if kind == "robin":
+                flux = flux - to_ufl(condition.get("alpha", 1.0), domain.mesh, t) * w
+            ids = domain.ids(condition["on"])
+            measure = ufl.ds(domain=domain.mesh) if ids == "on_boundary" else ufl.ds(ids, domain=domain.mesh)
+            term = term + flux * v * measure
+    return term
+
+
+# ---- the evaluation grid ----
+
+def grid_axes(eval_grid):
+    bbox = eval_grid["bbox"]
+    counts = [eval_grid["nx"], eval_grid["ny"]] + ([eval_grid["nz"]] if "nz" in eval_grid else [])
+    return [np.linspace(bbox[2 * i], bbox[2 * i + 1], n) for i, n in enumerate(counts)]
+
+
+def sample_on_grid(functions, eval_grid):
+    """Values of each function at the grid points (a list in, a list out), shape
+    grid + (value size,) for vectors. Points outside the mesh within half a cell (the
+    sliver between a curved boundary and its polygon) are found by the tolerance; the
+    rest are NaN."""
+    axes = grid_axes(eval_grid)
+    shape = tuple(len(a) for a in reversed(axes))
+    stacked = np.meshgrid(*reversed(axes), indexing="ij")
+    points = np.column_stack([c.ravel() for c in reversed(stacked)])
+    mesh = functions[0].function_space().mesh()
+    evaluator = fd.PointEvaluator(mesh, points, tolerance=0.5, missing_points_behaviour="ignore")
+    out = []
+    for function in functions:
+        values = np.asarray(evaluator.evaluate(function), dtype=float)
+        size = int(np.prod(function.ufl_shape)) if function.ufl_shape else 1
+        values = values.reshape(len(points), size)
+        out.append(values.reshape(shape + ((size,) if function.ufl_shape else ())))
+    return axes, out
+
+
+def requested_arrays(case_spec):
+    output = case_spec.get("output", {})
+    if output.get("components"):
+        return list(output["components"])
+    field = output.get("field", "scalar")
+    return ["u"] if field == "scalar" else [field]
+
+
+def vector_outputs(case_spec, vector_grid, pressure_grid=None):
+    arrays = {}
+    for name in requested_arrays(case_spec):
+        suffix = name.rpartition("_")[2]
+        if name == "p" and pressure_grid is not None:
+            arrays[name] = pressure_grid
+        elif suffix in ("x", "y", "z") and name[:-2] in ("u", "velocity", "displacement"):
+            arrays[name] = vector_grid[..., "xyz".index(suffix)]
+        elif name.endswith("_magnitude") or name.endswith("_mag") or name == "u":
+            arrays[name] = np.linalg.norm(vector_grid, axis=-1)
+        else:
+            raise ValueError(f"the oracle cannot produce output array {name!r}")
+    return arrays
+
+
+def write_outputs(fields, axes, started, solver_info):
+    arrays = dict(fields) if isinstance(fields, dict) else {"u": fields}
+    arrays.update(zip("xyz", axes))
+    np.savez("solution.npz", **arrays)
+    with open("meta.json", "w") as handle:
+        json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
+                   "solver_info": solver_info}, handle)
+
+
+def converged(solver):
+    """Whether a Firedrake variational solver's last solve converged (SNES or KSP)."""
+    snes = solver.snes
+    return snes.getConvergedReason() > 0 and snes.getKSP().getConvergedReason() > 0
