@@ -215,3 +215,93 @@ def converged(solver):
     """Whether a Firedrake variational solver's last solve converged (SNES or KSP)."""
     snes = solver.snes
     return snes.getConvergedReason() > 0 and snes.getKSP().getConvergedReason() > 0
+
+
+# ---- time stepping ----
+
+DT_MAX = 0.005
+STARTUP_SUBSTEPS = 4  # the first step as implicit Euler sub-steps (as the DOLFINx oracle)
+
+
+def time_grid(time_spec, min_steps=10):
+    t0, t_end = time_spec.get("t0", 0.0), time_spec["t_end"]
+    steps = max(min_steps, math.ceil((t_end - t0) / DT_MAX))
+    return t0, (t_end - t0) / steps, steps
+
+
+class Stepping:
+    """theta, dt and the two times as Constants, and the schedule: the first step as
+    implicit Euler sub-steps (damps the ringing of data that do not fit at t0), then
+    Crank-Nicolson."""
+
+    def __init__(self, time_spec):
+        self.t0, self.dt_full, self.steps = time_grid(time_spec)
+        self.theta, self.dt = fd.Constant(0.5), fd.Constant(self.dt_full)
+        self.t_old, self.t_new = fd.Constant(self.t0), fd.Constant(self.t0)
+
+    def schedule(self):
+        """Yields True for the start-up sub-steps and False for the Crank-Nicolson steps,
+        with the Constants set for that step."""
+        small = self.dt_full / STARTUP_SUBSTEPS
+        for k in range(STARTUP_SUBSTEPS):
+            self._set(self.t0 + k * small, small, 1.0)
+            yield True
+        for step in range(2, self.steps + 1):
+            self._set(self.t0 + (step - 1) * self.dt_full, self.dt_full, 0.5)
+            yield False
+
+    def _set(self, t_old, dt, theta):
+        self.t_old.assign(t_old)
+        self.t_new.assign(t_old + dt)
+        self.dt.assign(dt)
+        self.theta.assign(theta)
+
+    def info(self):
+        return {"num_time_steps": self.steps, "dt": self.dt_full, "time_scheme": "crank_nicolson_euler_start"}
+
+
+def run_linear_steps(a, L, u_new, u_old, dirichlet, stepping, prefix):
+    """A linear theta scheme: one solver (matrix factorized once) for the start-up
+    sub-steps and one for Crank-Nicolson. Returns whether every solve converged."""
+    problem = fd.LinearVariationalProblem(a, L, u_new, bcs=dirichlet.bcs, constant_jacobian=True)
+    solvers = {}
+    ok = True
+    for starting in stepping.schedule():
+        if starting not in solvers:
+            solvers[starting] = fd.LinearVariationalSolver(problem, solver_parameters=LU,
+                                                           options_prefix=f"{prefix}{int(starting)}")
+        dirichlet.refresh()
+        solvers[starting].solve()
+        ok = ok and converged(solvers[starting])
+        u_old.assign(u_new)
+    return ok
+
+
+def run_newton_steps(F, uh, u_old, dirichlet, stepping, prefix):
+    """A nonlinear theta scheme, Newton (MUMPS LU) each step. Returns (converged, iterations)."""
+    problem = fd.NonlinearVariationalProblem(F, uh, bcs=dirichlet.bcs)
+    solver = fd.NonlinearVariationalSolver(problem, solver_parameters=NEWTON, options_prefix=prefix)
+    ok, iterations = True, 0
+    for _ in stepping.schedule():
+        dirichlet.refresh()
+        solver.solve()
+        ok = ok and converged(solver)
+        iterations += solver.snes.getIterationNumber()
+        u_old.assign(uh)
+    return ok, iterations
+
+
+def scalar_space(case_spec, cells_2d, cells_3d, degree, handled=("neumann", "robin", "periodic")):
+    check_bc_kinds(case_spec.get("bc", {}), handled)
+    domain = Domain(case_spec, cells_2d, cells_3d)
+    return domain, fd.FunctionSpace(domain.mesh, "CG", degree)
+
+
+def initial_function(V, case_spec, domain):
+    u = fd.Function(V)
+    u.interpolate(to_ufl(case_spec["ic"]["value"], domain.mesh, fd.Constant(case_spec["pde"]["time"].get("t0", 0.0))))
+    return u
+
+
+def forcing_of(pde):
+    return pde.get("forcing", {}).get("value", 0.0)
