@@ -4,9 +4,9 @@ import basix.ufl
 import ufl
 from dolfinx import fem
 
-from _oracle_common import (build_mesh, conditions, covers_whole_boundary, domain_size, pressure_pin,
-                            sample_on_grid, vector_dirichlet_conditions, vector_forcing, vector_outputs,
-                            write_outputs)
+from _oracle_common import (build_mesh, conditions, covers_whole_boundary, domain_size, pressure_pin, sample_on_grid,
+                            vector_dirichlet_conditions, vector_forcing)
+from _outputs import vector_outputs, write_outputs
 
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
 CELLS_PER_LENGTH_3D = 8

@@ -4,10 +4,8 @@ sampling on the evaluation grid and the output files.
 Everything here works from the agent view (case_spec) alone, like any submission.
 """
 
-import ast
 import json
 import math
-import time
 
 import numpy as np
 from mpi4py import MPI
@@ -17,16 +15,11 @@ import dolfinx.fem.petsc
 import ufl
 from dolfinx import fem, geometry, mesh
 
+from _expressions import expression_to_ufl
+from _geometry import occ_surface
+from _outputs import grid_points, write_outputs
+
 # ---- expressions: case strings -> UFL, parsed without eval ----
-
-_UFL_FUNCTIONS = {
-    "sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln, "sqrt": ufl.sqrt,
-    "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh, "atan": ufl.atan, "asin": ufl.asin, "acos": ufl.acos,
-    "abs": abs, "Abs": abs, "atan2": ufl.atan2,
-}
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
-
 
 def to_ufl(expression, domain, t=None, u=None):
     """A case expression (string or number) as a UFL expression on ``domain``.
@@ -34,37 +27,12 @@ def to_ufl(expression, domain, t=None, u=None):
     ``t`` is a dolfinx Constant for time-dependent data, so forms compile once; ``u``
     stands for the unknown in expressions of it (reaction terms).
     """
-    if isinstance(expression, (int, float)):
-        return fem.Constant(domain, dolfinx.default_scalar_type(expression))
-    x = ufl.SpatialCoordinate(domain)
-    names = {"x": x[0], "y": x[1], "pi": math.pi, "e": math.e}
-    if domain.geometry.dim == 3:
-        names["z"] = x[2]
-    if t is not None:
-        names["t"] = t
-    if u is not None:
-        names["u"] = u
-
-    def convert(node):
-        if isinstance(node, ast.Expression):
-            return convert(node.body)
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            return names[node.id]
-        if isinstance(node, ast.BinOp):
-            return _OPS[type(node.op)](convert(node.left), convert(node.right))
-        if isinstance(node, ast.UnaryOp):
-            value = convert(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Call):
-            return _UFL_FUNCTIONS[node.func.id](*(convert(a) for a in node.args))
-        raise ValueError(f"unsupported expression {expression!r}")
-
-    value = convert(ast.parse(str(expression).replace("^", "**"), mode="eval"))
-    if isinstance(value, float):
+    def constant(value):
         return fem.Constant(domain, dolfinx.default_scalar_type(value))
-    return value
+
+    if isinstance(expression, (int, float)):
+        return constant(expression)
+    return expression_to_ufl(expression, ufl.SpatialCoordinate(domain), constant, t, u)
 
 
 # ---- meshes ----
@@ -98,7 +66,7 @@ def _gmsh_mesh(kind, params, h, degree):
     try:
         gmsh.option.setNumber("General.Terminal", 0)
         gmsh.model.add(kind)
-        surface = _occ_surface(gmsh.model.occ, kind, params)
+        surface = occ_surface(gmsh.model.occ, kind, params)
         gmsh.model.occ.synchronize()
         gmsh.model.addPhysicalGroup(2, [surface], 1)
         gmsh.option.setNumber("Mesh.CharacteristicLengthMin", h)
@@ -108,93 +76,6 @@ def _gmsh_mesh(kind, params, h, degree):
         return gmshio.model_to_mesh(gmsh.model, MPI.COMM_WORLD, 0, gdim=2).mesh
     finally:
         gmsh.finalize()
-
-
-def _polygon(occ, vertices):
-    points = [occ.addPoint(vx, vy, 0) for vx, vy in vertices]
-    lines = [occ.addLine(points[i], points[(i + 1) % len(points)]) for i in range(len(points))]
-    return occ.addPlaneSurface([occ.addCurveLoop(lines)])
-
-
-def _disk(occ, spec):
-    (cx, cy), r = spec["center"], spec["radius"]
-    return occ.addDisk(cx, cy, 0, r, r)
-
-
-def _rectangle(occ, box):
-    x0, x1, y0, y1 = box
-    return occ.addRectangle(x0, y0, 0, x1 - x0, y1 - y0)
-
-
-def _single(result):
-    surfaces = [tag for dim, tag in result[0] if dim == 2]
-    if len(surfaces) != 1:
-        raise ValueError(f"expected one connected surface, got {len(surfaces)}")
-    return surfaces[0]
-
-
-def _star_vertices(center, points, inner, outer):
-    angles = math.pi / 2 + np.arange(2 * points) * math.pi / points
-    radii = np.where(np.arange(2 * points) % 2 == 0, outer, inner)
-    return np.column_stack([center[0] + radii * np.cos(angles), center[1] + radii * np.sin(angles)])
-
-
-def _gear_vertices(center, teeth, base, height):
-    pitch, tip, vertices = 2 * math.pi / teeth, base + height, []
-    for k in range(teeth):
-        for radius, angle in ((base, k * pitch), (tip, k * pitch), (tip, (k + 0.5) * pitch), (base, (k + 0.5) * pitch)):
-            vertices.append((center[0] + radius * math.cos(angle), center[1] + radius * math.sin(angle)))
-    return vertices
-
-
-def _occ_surface(occ, kind, p):
-    """The domain as one OCC surface, from the template's geometry_params."""
-    if kind == "l_shape":
-        return _polygon(occ, p.get("vertices", [[0, 0], [1, 0], [1, 0.5], [0.5, 0.5], [0.5, 1], [0, 1]]))
-    if kind == "circle":
-        return _disk(occ, {"center": p.get("center", (0.5, 0.5)), "radius": p.get("radius", 0.5)})
-    if kind == "annulus":
-        center = p.get("center", (0.5, 0.5))
-        outer = _disk(occ, {"center": center, "radius": p.get("outer_radius", 0.5)})
-        inner = _disk(occ, {"center": center, "radius": p.get("inner_radius", 0.25)})
-        return _single(occ.cut([(2, outer)], [(2, inner)]))
-    if kind == "eccentric_annulus":
-        outer = _disk(occ, p.get("outer", {"center": (0.5, 0.5), "radius": 0.5}))
-        inner = _disk(occ, p.get("inner", {"center": (0.65, 0.5), "radius": 0.2}))
-        return _single(occ.cut([(2, outer)], [(2, inner)]))
-    if kind in ("square_with_hole", "multi_hole"):
-        box = _rectangle(occ, p.get("outer", (0, 1, 0, 1)))
-        if kind == "square_with_hole":
-            hole = p.get("hole", {"center": (0.5, 0.5), "radius": 0.2})
-            holes = [_polygon(occ, hole["vertices"]) if "vertices" in hole else _disk(occ, hole)]
-        else:
-            holes = [_disk(occ, hole) for hole in p["holes"]]
-        return _single(occ.cut([(2, box)], [(2, h) for h in holes]))
-    if kind == "sector":
-        (cx, cy), r = p.get("center", (0, 0)), p.get("radius", 1.0)
-        theta = math.radians(p.get("angle_deg", 90.0))
-        disk = occ.addDisk(cx, cy, 0, r, r)
-        # a wedge polygon reaching past the arc, intersected with the disk
-        steps = max(2, int(math.ceil(theta / (math.pi / 8))))
-        far = [(cx + 2 * r * math.cos(a), cy + 2 * r * math.sin(a)) for a in np.linspace(0, theta, steps + 1)]
-        wedge = _polygon(occ, [(cx, cy)] + far)
-        return _single(occ.intersect([(2, disk)], [(2, wedge)]))
-    if kind == "star":
-        return _polygon(occ, _star_vertices(p.get("center", (0, 0)), p.get("points", 5), p.get("inner_radius", 0.3),
-                                            p.get("outer_radius", 0.7)))
-    if kind == "gear":
-        return _polygon(occ, _gear_vertices(p.get("center", (0, 0)), p.get("teeth", 8), p.get("base_radius", 0.5),
-                                            p.get("tooth_height", 0.2)))
-    if kind == "t_junction":
-        bar = _rectangle(occ, p.get("bar", (0, 1, 0.8, 1.0)))
-        stem = _rectangle(occ, p.get("stem", (0.4, 0.6, 0, 0.8)))
-        return _single(occ.fuse([(2, bar)], [(2, stem)]))
-    if kind == "dumbbell":
-        left = _disk(occ, p.get("left", {"center": (0.25, 0.5), "radius": 0.25}))
-        right = _disk(occ, p.get("right", {"center": (0.75, 0.5), "radius": 0.25}))
-        bridge = _rectangle(occ, p.get("bridge", (0.25, 0.75, 0.4, 0.6)))
-        return _single(occ.fuse([(2, left)], [(2, right), (2, bridge)]))
-    raise NotImplementedError(f"the oracle has no mesher for domain {kind!r}")
 
 
 # ---- boundary tags ----
@@ -315,22 +196,13 @@ def _natural_measure(msh, domain_spec, items):
 
 # ---- sampling on the evaluation grid ----
 
-def grid_axes(eval_grid):
-    bbox = eval_grid["bbox"]
-    counts = [eval_grid["nx"], eval_grid["ny"]] + ([eval_grid["nz"]] if "nz" in eval_grid else [])
-    return [np.linspace(bbox[2 * i], bbox[2 * i + 1], n) for i, n in enumerate(counts)]
-
-
 def sample_on_grid(u, eval_grid, h):
     """Values of u at the grid points, shape grid + (value size,) for vector u: points
     just outside the discrete domain (a polygon inscribed in a curved boundary) take the
     nearest cell's polynomial; points farther away than one cell are NaN (outside)."""
-    axes = grid_axes(eval_grid)
-    shape = tuple(len(a) for a in reversed(axes))
-    mesh_grid = np.meshgrid(*reversed(axes), indexing="ij")
-    points = np.zeros((mesh_grid[0].size, 3))
-    for i, coordinate in enumerate(reversed(mesh_grid)):
-        points[:, i] = coordinate.ravel()
+    axes, grid, shape = grid_points(eval_grid)
+    points = np.zeros((len(grid), 3))
+    points[:, :grid.shape[1]] = grid
     domain = u.function_space.mesh
     tdim = domain.topology.dim
     tree = geometry.bb_tree(domain, tdim)
@@ -360,41 +232,6 @@ def sample_on_grid(u, eval_grid, h):
 
 
 # ---- outputs ----
-
-def requested_arrays(case_spec):
-    """The array names the case asks for (see the output contract)."""
-    output = case_spec.get("output", {})
-    if output.get("components"):
-        return list(output["components"])
-    field = output.get("field", "scalar")
-    return ["u"] if field == "scalar" else [field]
-
-
-def vector_outputs(case_spec, vector_grid, pressure_grid=None):
-    """Arrays for a vector solution: components ``*_x/_y/_z``, ``p``, or a magnitude."""
-    arrays = {}
-    for name in requested_arrays(case_spec):
-        suffix = name.rpartition("_")[2]
-        if name == "p" and pressure_grid is not None:
-            arrays[name] = pressure_grid
-        elif suffix in ("x", "y", "z") and name[:-2] in ("u", "velocity", "displacement"):
-            arrays[name] = vector_grid[..., "xyz".index(suffix)]
-        elif name.endswith("_magnitude") or name.endswith("_mag") or name == "u":
-            arrays[name] = np.linalg.norm(vector_grid, axis=-1)
-        else:
-            raise ValueError(f"the oracle cannot produce output array {name!r}")
-    return arrays
-
-
-def write_outputs(fields, axes, started, solver_info):
-    """solution.npz with the given arrays (or one scalar array u) and the axes, meta.json."""
-    arrays = dict(fields) if isinstance(fields, dict) else {"u": fields}
-    arrays.update(zip("xyz", axes))
-    np.savez("solution.npz", **arrays)
-    with open("meta.json", "w") as handle:
-        json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
-                   "solver_info": solver_info}, handle)
-
 
 def linear_solver(A, prefix, options):
     """A PETSc KSP on A with the given options; returns the KSP."""

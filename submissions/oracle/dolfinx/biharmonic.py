@@ -11,8 +11,9 @@ import time
 import ufl
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space,
-                            sample_on_grid, to_ufl, write_outputs)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space, sample_on_grid,
+                            to_ufl)
+from _outputs import write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)

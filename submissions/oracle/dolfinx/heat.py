@@ -14,7 +14,8 @@ from dolfinx import fem
 from petsc4py import PETSc
 
 from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, forcing_of, mesh_and_space, natural_term,
-                            run_linear_steps, sample_on_grid, Stepping, time_grid, to_ufl, write_outputs)
+                            run_linear_steps, sample_on_grid, Stepping, time_grid, to_ufl)
+from _outputs import write_outputs
 from _periodic import periodic_map
 
 DEGREE = 2

@@ -11,7 +11,8 @@ import ufl
 from dolfinx.fem.petsc import LinearProblem
 
 from _oracle_common import (direct_solver_options, mesh_and_space, sample_on_grid, vector_dirichlet_conditions,
-                            vector_forcing, vector_outputs, write_outputs)
+                            vector_forcing)
+from _outputs import vector_outputs, write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)

@@ -13,7 +13,8 @@ from dolfinx.fem.petsc import assemble_matrix, assemble_vector
 from petsc4py import PETSc
 
 from _oracle_common import (LinearStep, direct_solver_options, domain_size, forcing_of, linear_solver,
-                            sample_on_grid, scalar_transient_setup, to_ufl, write_outputs)
+                            sample_on_grid, scalar_transient_setup, to_ufl)
+from _outputs import write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)

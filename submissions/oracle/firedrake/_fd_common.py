@@ -4,57 +4,25 @@ expressions as UFL, boundary conditions, sampling on the evaluation grid, output
 Everything works from the agent view (case_spec) alone, like any submission.
 """
 
-import ast
-import json
 import math
-import time
 
 import firedrake as fd
 import numpy as np
 import ufl
 
+from _expressions import expression_to_ufl
 from _geometry import mesh_domain
+from _outputs import grid_points
 
 LU = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
 NEWTON = {"snes_type": "newtonls", "snes_linesearch_type": "basic", "snes_rtol": 1e-10, "snes_atol": 1e-12,
           "snes_max_it": 25, **LU}
 BOX_IDS = {"x_min": 1, "x_max": 2, "y_min": 3, "y_max": 4, "z_min": 5, "z_max": 6}  # Firedrake's box meshes
 
-_FUNCTIONS = {
-    "sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln, "sqrt": ufl.sqrt,
-    "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh, "atan": ufl.atan, "asin": ufl.asin, "acos": ufl.acos,
-    "abs": abs, "Abs": abs, "atan2": ufl.atan2,
-}
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
-
-
 def to_ufl(expression, mesh, t=None, u=None):
     """A case expression (string or number) as UFL on ``mesh``; ``t`` a Constant for
-    time-dependent data, ``u`` the unknown in reaction terms. Parsed, never eval'd."""
-    x = ufl.SpatialCoordinate(mesh)
-    names = {"x": x[0], "y": x[1], "pi": math.pi, "e": math.e, "t": t, "u": u}
-    if mesh.geometric_dimension == 3:
-        names["z"] = x[2]
-
-    def convert(node):
-        if isinstance(node, ast.Expression):
-            return convert(node.body)
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            return names[node.id]
-        if isinstance(node, ast.BinOp):
-            return _OPS[type(node.op)](convert(node.left), convert(node.right))
-        if isinstance(node, ast.UnaryOp):
-            value = convert(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Call):
-            return _FUNCTIONS[node.func.id](*(convert(a) for a in node.args))
-        raise ValueError(f"unsupported expression {expression!r}")
-
-    value = convert(ast.parse(str(expression).replace("^", "**"), mode="eval"))
-    return fd.Constant(value) if isinstance(value, float) else value
+    time-dependent data, ``u`` the unknown in reaction terms."""
+    return expression_to_ufl(expression, ufl.SpatialCoordinate(mesh), fd.Constant, t, u)
 
 
 def domain_size(domain_spec):
@@ -153,21 +121,12 @@ def natural_term(w, v, domain, bc, t=None):
 
 # ---- the evaluation grid ----
 
-def grid_axes(eval_grid):
-    bbox = eval_grid["bbox"]
-    counts = [eval_grid["nx"], eval_grid["ny"]] + ([eval_grid["nz"]] if "nz" in eval_grid else [])
-    return [np.linspace(bbox[2 * i], bbox[2 * i + 1], n) for i, n in enumerate(counts)]
-
-
 def sample_on_grid(functions, eval_grid):
     """Values of each function at the grid points (a list in, a list out), shape
     grid + (value size,) for vectors. Points outside the mesh within half a cell (the
     sliver between a curved boundary and its polygon) are found by the tolerance; the
     rest are NaN."""
-    axes = grid_axes(eval_grid)
-    shape = tuple(len(a) for a in reversed(axes))
-    stacked = np.meshgrid(*reversed(axes), indexing="ij")
-    points = np.column_stack([c.ravel() for c in reversed(stacked)])
+    axes, points, shape = grid_points(eval_grid)
     mesh = functions[0].function_space().mesh()
     evaluator = fd.PointEvaluator(mesh, points, tolerance=0.5, missing_points_behaviour="ignore")
     out = []
@@ -177,38 +136,6 @@ def sample_on_grid(functions, eval_grid):
         values = values.reshape(len(points), size)
         out.append(values.reshape(shape + ((size,) if function.ufl_shape else ())))
     return axes, out
-
-
-def requested_arrays(case_spec):
-    output = case_spec.get("output", {})
-    if output.get("components"):
-        return list(output["components"])
-    field = output.get("field", "scalar")
-    return ["u"] if field == "scalar" else [field]
-
-
-def vector_outputs(case_spec, vector_grid, pressure_grid=None):
-    arrays = {}
-    for name in requested_arrays(case_spec):
-        suffix = name.rpartition("_")[2]
-        if name == "p" and pressure_grid is not None:
-            arrays[name] = pressure_grid
-        elif suffix in ("x", "y", "z") and name[:-2] in ("u", "velocity", "displacement"):
-            arrays[name] = vector_grid[..., "xyz".index(suffix)]
-        elif name.endswith("_magnitude") or name.endswith("_mag") or name == "u":
-            arrays[name] = np.linalg.norm(vector_grid, axis=-1)
-        else:
-            raise ValueError(f"the oracle cannot produce output array {name!r}")
-    return arrays
-
-
-def write_outputs(fields, axes, started, solver_info):
-    arrays = dict(fields) if isinstance(fields, dict) else {"u": fields}
-    arrays.update(zip("xyz", axes))
-    np.savez("solution.npz", **arrays)
-    with open("meta.json", "w") as handle:
-        json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
-                   "solver_info": solver_info}, handle)
 
 
 def converged(solver):

@@ -8,8 +8,9 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (LU, Dirichlet, converged, domain_size, forcing_of, natural_term, sample_on_grid, scalar_space,
-                        to_ufl, write_outputs)
+from _fd_common import (LU, Dirichlet, converged, domain_size, forcing_of, natural_term, sample_on_grid,
+                        scalar_space, to_ufl)
+from _outputs import write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48

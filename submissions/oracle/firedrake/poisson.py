@@ -6,8 +6,8 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (LU, Dirichlet, Domain, check_bc_kinds, converged, natural_term, sample_on_grid, to_ufl,
-                        write_outputs)
+from _fd_common import LU, Dirichlet, Domain, check_bc_kinds, converged, natural_term, sample_on_grid, to_ufl
+from _outputs import write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 48

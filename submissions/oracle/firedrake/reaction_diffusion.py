@@ -8,7 +8,8 @@ import firedrake as fd
 import ufl
 
 from _fd_common import (Dirichlet, Stepping, forcing_of, initial_function, natural_term, run_newton_steps,
-                        sample_on_grid, scalar_space, to_ufl, write_outputs)
+                        sample_on_grid, scalar_space, to_ufl)
+from _outputs import write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40
