@@ -12,18 +12,12 @@ from dolfinx.fem.petsc import LinearProblem
 
 from _oracle_common import (direct_solver_options, mesh_and_space, sample_on_grid, vector_dirichlet_conditions,
                             vector_forcing)
+from _materials import lame
 from _outputs import vector_outputs, write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
 CELLS_PER_LENGTH_3D = 10
-
-
-def lame(params):
-    if "mu" in params and "lambda" in params:
-        return float(params["mu"]), float(params["lambda"])
-    E, nu = float(params["E"]), float(params["nu"])
-    return E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
 
 
 def solve(case_spec):

@@ -9,18 +9,12 @@ import firedrake as fd
 import ufl
 
 from _fd_common import LU, Dirichlet, Domain, check_bc_kinds, converged, forcing_of, sample_on_grid, to_ufl
+from _materials import lame
 from _outputs import vector_outputs, write_outputs
 
 DEGREE = 2
 CELLS_PER_LENGTH = 40
 CELLS_PER_LENGTH_3D = 10
-
-
-def lame(params):
-    if "mu" in params and "lambda" in params:
-        return float(params["mu"]), float(params["lambda"])
-    E, nu = float(params["E"]), float(params["nu"])
-    return E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
 
 
 def solve(case_spec):
