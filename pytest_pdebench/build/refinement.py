@@ -24,9 +24,10 @@ FLOWS = ("stokes", "navier_stokes")  # their resolution lives in the shared _flo
 def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: list[str],
                level: float = 1.0) -> tuple[np.ndarray, dict]:
     """(components stacked on the last axis, solver_info) of the oracle at a level."""
-    oracle_dir = str(Path(oracle_dir).resolve())
-    if oracle_dir not in sys.path:
-        sys.path.insert(0, oracle_dir)
+    oracle_dir = Path(oracle_dir).resolve()
+    for folder in (str(oracle_dir.parent), str(oracle_dir)):  # shared helpers, then the library's own
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     importlib.import_module("mpi4py.MPI")  # loads libmpi before dolfinx
     common = importlib.import_module("_oracle_common")
     module = importlib.import_module(family)
