@@ -45,7 +45,10 @@ def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
                f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
                f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}",
                "--json-report", f"--json-report-file={report}"]
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIGINT back to its default in the child: a test run started as a background job
+    # (`cmd &` in a script) inherits SIGINT ignored, and Python then never sees Ctrl-C
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not _running(marker) and time.time() < deadline:
         time.sleep(0.1)
