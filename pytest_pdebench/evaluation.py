@@ -69,6 +69,9 @@ class Verdict:
     t_base: float | None = None
     tau_time: float | None = None
     t_first_run: float | None = None
+    compile_sec: float | None = None  # compiled tracks: not part of t_agent
+    compile_cached: bool | None = None
+    compile_pch: bool | None = None
     timed_runs: list[float] = field(default_factory=list)
     rmse: float | None = None
     mae: float | None = None
@@ -137,6 +140,7 @@ class ItemRun:
         self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)
         self.cache_dir = item_dir / ".cache"
         self.count = 0
+        self.executable: Path | None = None
 
     def prepare_item_dir(self) -> None:
         if self.item_dir.exists():
@@ -146,8 +150,25 @@ class ItemRun:
 
     def _write_inputs(self, directory: Path) -> None:
         (directory / "case_spec.json").write_text(json.dumps(agent_view(self.record, self.library), indent=1))
+        if self.executable is not None:  # compiled tracks run the program, not the sources
+            shutil.copy2(self.executable, directory / self.executable.name)
+            return
         for name, content in self.submission.files.items():
             (directory / name).write_bytes(content)
+
+    def build(self):
+        """Compile once per item, in the sandbox, for tracks that have a build step."""
+        build_dir = self.item_dir / ".build"
+        build_dir.mkdir()
+        for name, content in self.submission.files.items():
+            (build_dir / name).write_bytes(content)
+        result = self.track.build(self.runtime, self.submission.files, self.submission.solver_name, build_dir,
+                                  self.backend, self.limits)
+        if result is not None and (build_dir / "compile.log").is_file():
+            shutil.copy2(build_dir / "compile.log", self.item_dir / "compile.log")
+        if result is not None and result.executable is not None:
+            self.executable = result.executable
+        return result
 
     def run(self):
         """One fresh run; returns (RunResult, its working directory)."""
@@ -159,8 +180,8 @@ class ItemRun:
         return self.backend.run(request), workdir
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.item_dir / ".work", ignore_errors=True)
-        shutil.rmtree(self.cache_dir, ignore_errors=True)
+        for scratch in (".work", ".build", ".cache"):
+            shutil.rmtree(self.item_dir / scratch, ignore_errors=True)
 
 
 def evaluate(record: CaseRecord, library: str, submission: Submission, source_label: str,
@@ -206,13 +227,20 @@ def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Se
     valid = valid_mask(spec, grid)
     reference = reference_fields(record, grid, case_dir)  # before any run: a missing reference stops here
 
-    # gate 1: execution and output format
+    # gate 1: execution and output format (compiled tracks: compilation first, timed apart)
+    build = runs.build()
+    if build is not None:
+        verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = build.seconds, build.cached, build.used_pch
+        if build.failure:
+            raise gates.exec_failure(build.failure)
     result, workdir = runs.run()
     _keep_logs(result, runs.item_dir)
     verdict.t_first_run = result.solve_sec
     failure = result.failure_reason()
     if failure:
         raise gates.exec_failure(failure)
+    if runs.track.binary_outputs:
+        gates.binary_outputs_to_npz(workdir, record.case_spec.output.arrays, grid)
     meta = gates.read_meta(workdir)
     verdict.solver_info = meta.get("solver_info") or {}
     solution = gates.read_solution(workdir, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)

@@ -8,8 +8,8 @@ Directory layout for ``--pde-submissions=DIR`` (first match wins):
     DIR/<case_id><suffix>, DIR/<family><suffix>, DIR/solver<suffix>   (same, without the library folder)
 
 ``<suffix>`` is ``.py`` for DOLFINx and Firedrake, ``.cpp``/``.cc`` for deal.II. Files
-named ``_*<suffix>`` beside the chosen solver are helpers and travel with it into the
-sandbox (for example shared mesh or output code); so do those at the top of DIR, shared
+named ``_*.py`` (Python) or ``_*.h``/``_*.hpp`` (C++: header-only helpers, included by the
+solver) beside the chosen solver are helpers and travel with it into the sandbox (for example shared mesh or output code); so do those at the top of DIR, shared
 by every library's solvers (beside the solver wins on a name clash).
 """
 
@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cases import CaseRecord
+
+
+HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp")}
 
 
 class NoSubmission(Exception):
@@ -64,8 +67,9 @@ class DirectorySource:
                 solver_name = f"solver{path.suffix}"
                 files = {solver_name: path.read_bytes()}
                 for folder in dict.fromkeys([self.directory, path.parent]):  # the solver's own folder last
-                    for helper in sorted(folder.glob(f"_*{path.suffix}")):
-                        files[helper.name] = helper.read_bytes()
+                    for suffix in HELPER_SUFFIXES.get(path.suffix, (path.suffix,)):
+                        for helper in sorted(folder.glob(f"_*{suffix}")):
+                            files[helper.name] = helper.read_bytes()
                 return Submission(solver_name, files, str(path))
         shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")

@@ -95,10 +95,14 @@ def test_markers_are_registered(pytester, suite):
 def test_missing_runtime_skips_with_install_hint(pytester, suite, monkeypatch):
     from pytest_pdebench.libraries import detect_runtime
 
-    result = pytester.runpytest(*options(suite, "--pde-library=dealii", "-rs"))
-    result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*SKIPPED*deal.II track is not implemented yet*"])
     detect_runtime.cache_clear()
+    monkeypatch.setenv("PDEBENCH_DOLFINX_PYTHON", "/nonexistent/venv/bin/python")
+    try:
+        result = pytester.runpytest(*options(suite, "--pde-library=dolfinx", "-rs"))
+    finally:
+        detect_runtime.cache_clear()
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*dolfinx runtime not found*pip install dolfinx-solver-real*"])
     monkeypatch.setenv("PDEBENCH_FIREDRAKE_PYTHON", "/nonexistent/venv/bin/python")
     try:
         result = pytester.runpytest(*options(suite, "--pde-library=firedrake", "-rs"))

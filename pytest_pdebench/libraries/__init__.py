@@ -32,10 +32,27 @@ class Runtime:
     env: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class BuildResult:
+    """A compiled submission (tracks with a build step): the executable or why not."""
+
+    executable: Path | None
+    seconds: float
+    cached: bool
+    used_pch: bool
+    failure: str | None = None
+
+
 class Track:
     name = ""
     suffixes: tuple[str, ...] = ()
     install_hint = ""
+    binary_outputs = False  # may write solution_grid.bin / <name>.bin instead of solution.npz
+
+    def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
+              limits) -> BuildResult | None:
+        """Compile the submission once per item (None: nothing to build)."""
+        return None
 
     def detect(self) -> Runtime:
         raise NotImplementedError
@@ -117,7 +134,7 @@ class PythonTrack(Track):
 def _tracks() -> dict[str, Track]:
     from .dolfinx import DolfinxTrack
     from .firedrake import FiredrakeTrack
-    from .unavailable import DealiiTrack
+    from .dealii import DealiiTrack
 
     return {track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}
 

@@ -96,10 +96,28 @@ class RunResult:
 
 
 def _last_meaningful_line(text: str) -> str:
-    for line in reversed(text.strip().splitlines()):
+    lines = text.strip().splitlines()
+    summary = _dealii_exception(lines)
+    if summary:
+        return summary
+    for line in reversed(lines):
         line = line.strip().removeprefix("PDEBENCH: ")
         if line and not line.startswith(("Traceback", "File ", "^")):
             return line[:300]
+    return ""
+
+
+def _dealii_exception(lines: list[str]) -> str:
+    """deal.II prints exceptions as a block ending in a stack trace: keep what it says."""
+    for index, line in enumerate(lines):
+        if line.strip() == "Additional information:":
+            words = []
+            for follow in lines[index + 1:]:
+                if not follow.strip():
+                    break
+                words.append(follow.strip())
+            if words:
+                return " ".join(words)[:300]
     return ""
 
 

@@ -1,6 +1,7 @@
-"""Entry point run inside the sandbox for Python tracks (standard library only).
+"""Entry point run inside the sandbox (standard library only).
 
-    python runner.py SOLVER_FILE PRELOAD_MODULES
+    python runner.py SOLVER_FILE PRELOAD_MODULES      Python tracks
+    python runner.py --exec PROGRAM ARGS...           compiled tracks: marker, then exec
 
 1. Import the track's libraries (comma-separated PRELOAD_MODULES). This is start-up
    cost shared by every submission and is left out of the timed window.
@@ -27,7 +28,25 @@ def _fail(message: str, code: int) -> None:
     os._exit(code)
 
 
+def _write_marker() -> None:
+    marker_fd = int(os.environ.pop("PDEBENCH_MARKER_FD", "-1"))
+    if marker_fd >= 0:
+        os.write(marker_fd, b"S")
+        os.close(marker_fd)
+
+
+def _exec_program(argv: list) -> None:
+    """Compiled tracks: the clock starts here and the program replaces this process."""
+    _write_marker()
+    try:
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        _fail(f"PDEBENCH: cannot execute {argv[0]}: {exc}", 126)
+
+
 def main() -> None:
+    if sys.argv[1] == "--exec":
+        _exec_program(sys.argv[2:])
     solver_file, preload = sys.argv[1], sys.argv[2]
     for module in filter(None, preload.split(",")):
         importlib.import_module(module)
@@ -35,11 +54,7 @@ def main() -> None:
         case_spec = json.load(handle)["case_spec"]
     sys.path.insert(0, os.getcwd())  # helper modules shipped beside the solver
 
-    marker_fd = int(os.environ.pop("PDEBENCH_MARKER_FD", "-1"))
-    if marker_fd >= 0:
-        os.write(marker_fd, b"S")
-        os.close(marker_fd)
-
+    _write_marker()
     try:
         spec = importlib.util.spec_from_file_location("submission", solver_file)
         module = importlib.util.module_from_spec(spec)

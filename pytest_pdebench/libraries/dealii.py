@@ -1,0 +1,91 @@
+"""The deal.II track: C++17 programs compiled against Debian's deal.II 9.4.1.
+
+A submission is a source file (``solver.cpp`` plus ``_*.h`` helper headers). It is
+compiled once per item, inside the sandbox, then every run executes
+
+    solver case_spec.json .
+
+in a fresh working directory. The runner writes the start marker just before it
+``exec``s the program, so the timed window holds the program's whole life, loading of
+the shared libraries included (about 0.3 s of any deal.II program here). Compile time
+is reported separately (``compile_sec``) and never counted in ``t_agent``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from ..sandbox import Limits, RunRequest
+from . import BuildResult, Runtime, RuntimeMissing, Track, thread_env
+from .cxx_toolchain import COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, ToolchainError, first_errors, load_toolchain
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # runs the standard-library runner that exec()s the program
+EXECUTABLE = "solver"
+
+
+class DealiiTrack(Track):
+    name = "dealii"
+    suffixes = (".cpp", ".cc")
+    binary_outputs = True
+    install_hint = ("Install deal.II 9.4 and its build tools with `apt-get install --no-install-recommends "
+                    "libdeal.ii-dev cmake g++ make gmsh` (Debian 12; about a minute, 1.9 GB), or run "
+                    "`make setup-dealii`.")
+
+    def detect(self) -> Runtime:
+        try:
+            toolchain = load_toolchain()
+        except ToolchainError as exc:
+            raise RuntimeMissing(f"deal.II runtime not usable: {exc}. {self.install_hint}") from None
+        if not Path(SYSTEM_PYTHON).is_file():
+            raise RuntimeMissing(f"{SYSTEM_PYTHON} is missing (the deal.II runner needs it)")
+        return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
+
+    def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
+              limits: Limits) -> BuildResult:
+        toolchain = load_toolchain()
+        key = toolchain.binary_key(files)
+        cached = toolchain.cached_binary(key)
+        if cached:
+            target = build_dir / EXECUTABLE
+            shutil.copy2(cached, target)
+            return BuildResult(target, 0.0, cached=True, used_pch=False)
+        use_pch = toolchain.ensure_pch()
+        sources = [solver_name] + sorted(n for n in files if n != solver_name and n.endswith(CXX_SOURCE_SUFFIXES))
+        compile_limits = Limits(timeout_sec=COMPILE_TIMEOUT_SEC, memory_mb=max(limits.memory_mb, 4096))
+        attempts = [True, False] if use_pch else [False]
+        started = time.perf_counter()
+        for with_pch in attempts:
+            request = RunRequest(toolchain.compile_command(sources, EXECUTABLE, with_pch), build_dir,
+                                 build_dir, self._env(), [Path(p) for p in runtime.read_only], compile_limits)
+            result = backend.run(request)
+            (build_dir / "compile.log").write_text(result.stdout + result.stderr)
+            if result.returncode == 0 and (build_dir / EXECUTABLE).is_file():
+                toolchain.store_binary(key, build_dir / EXECUTABLE)
+                return BuildResult(build_dir / EXECUTABLE, time.perf_counter() - started, cached=False,
+                                   used_pch=with_pch)
+            if result.timed_out:
+                break  # without the PCH it would only be slower
+        elapsed = time.perf_counter() - started
+        if result.timed_out:
+            reason = f"compilation timed out after {COMPILE_TIMEOUT_SEC:.0f} s"
+        else:
+            reason = "compile error: " + (first_errors(result.stderr) or result.failure_reason() or "no output")
+        return BuildResult(None, elapsed, cached=False, used_pch=False, failure=reason)
+
+    def _env(self) -> dict[str, str]:
+        return {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "{work}",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            **thread_env(),
+            # Open MPI in a network-less namespace: a singleton that does not look for peers
+            "OMPI_MCA_ess_singleton_isolated": "1",
+            "OMPI_MCA_btl": "self",
+        }
+
+    def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
+        argv = [runtime.python, "-I", "{harness}/runner.py", "--exec", f"./{EXECUTABLE}", "case_spec.json", "."]
+        return RunRequest(argv, workdir, cache_dir, self._env(), [Path(p) for p in runtime.read_only], limits)
