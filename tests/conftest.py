@@ -79,6 +79,17 @@ def firedrake_available(bwrap_available):
         pytest.skip(str(exc))
 
 
+@pytest.fixture(scope="session")
+def dealii_available(bwrap_available):
+    """deal.II 9.4 with its compiler and CMake (apt, installed by `make setup`)."""
+    from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
+
+    try:
+        return detect_runtime("dealii")
+    except RuntimeMissing as exc:
+        _missing(str(exc))
+
+
 @functools.lru_cache(maxsize=1)
 def _committed_records() -> dict[str, dict]:
     lines = (STARTER / "starter.jsonl").read_text().splitlines()
@@ -115,6 +126,19 @@ def write_calibration(directory: Path, library: str, records: list[dict], e_base
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cases": entries}))
     return directory
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes whose command line holds the marker (to prove a timeout left none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
 
 
 def outcomes_from_report(path: Path) -> dict[str, dict]:

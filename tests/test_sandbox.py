@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, processes_with
 from pytest_pdebench.libraries import thread_env
 from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
 
@@ -164,18 +164,6 @@ def test_runs_as_an_unprivileged_user(tmp_path):
     assert int(capabilities, 16) == 0
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def test_timeout_kills_every_process_including_detached_ones(tmp_path):
     marker = f"pdebench-{uuid.uuid4().hex}"
     result, _ = run_solver(tmp_path, f"""
@@ -193,9 +181,9 @@ def test_timeout_kills_every_process_including_detached_ones(tmp_path):
     """, timeout=2)
     assert result.timed_out and result.failure_reason().startswith("timed out")
     deadline = time.time() + 5
-    while _processes_with(marker) and time.time() < deadline:
+    while processes_with(marker) and time.time() < deadline:
         time.sleep(0.1)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_memory_limit_stops_a_runaway_allocation(tmp_path):

@@ -39,6 +39,7 @@ from pathlib import Path
 
 DEALII_CMAKE_DIR = Path("/usr/share/cmake/deal.II")
 COMPILE_TIMEOUT_SEC = 300.0
+KEPT_BINARIES = 512  # the binary cache keeps the most recently stored executables
 CXX_SOURCE_SUFFIXES = (".cpp", ".cc")
 
 # headers almost every deal.II solver includes: kept in the precompiled header
@@ -123,6 +124,9 @@ class Toolchain:
         tmp = target.with_name(f".{key}.{os.getpid()}")
         shutil.copy2(executable, tmp)
         os.replace(tmp, target)
+        stored = sorted(target.parent.iterdir(), key=lambda path: path.stat().st_mtime)
+        for old in stored[:-KEPT_BINARIES]:
+            old.unlink(missing_ok=True)
 
     def ensure_pch(self) -> bool:
         """Build the precompiled header once per machine; False if it cannot be built."""

@@ -73,12 +73,19 @@ class RunResult:
 
     @property
     def signal_name(self) -> str | None:
+        """The signal that ended the solver: a negative return code, or 128 + n as bubblewrap
+        (the sandbox's pid 1) reports a child killed by signal n, like a shell."""
+        number = None
         if self.returncode is not None and self.returncode < 0:
-            try:
-                return signal.Signals(-self.returncode).name
-            except ValueError:
-                return f"signal {-self.returncode}"
-        return None
+            number = -self.returncode
+        elif self.returncode is not None and 128 < self.returncode < 128 + signal.NSIG:
+            number = self.returncode - 128
+        if number is None:
+            return None
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return f"signal {number}"
 
     def failure_reason(self) -> str | None:
         """One line saying why the run failed, or None if it exited cleanly."""
@@ -91,7 +98,9 @@ class RunResult:
         if limit:
             return limit
         tail = _last_meaningful_line(self.stderr)
-        code = self.signal_name or f"exit code {self.returncode}"
+        code = f"exit code {self.returncode}"
+        if self.signal_name:
+            code = self.signal_name if self.returncode < 0 else f"{self.signal_name} (exit code {self.returncode})"
         return f"{code}: {tail}" if tail else code
 
 

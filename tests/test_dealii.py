@@ -1,0 +1,160 @@
+"""The deal.II track through pytest: C++ programs compiled and run in the sandbox, the
+binary output contract, every way a program can fail, and the deal.II oracle."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import ORACLE, REPO, outcomes_from_report, processes_with, record_dict, write_calibration, write_jsonl
+
+pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
+
+# writes u = sin(pi x) sin(pi y) (the exact solution of poisson_basic) as solution_grid.bin;
+# MPI is initialised on purpose: it must work in the network-less sandbox
+EXACT = r"""
+#include <deal.II/base/mpi.h>
+#include <deal.II/base/point.h>
+#include <nlohmann/json.hpp>
+#include <cmath>
+#include <fstream>
+#include <vector>
+// TOKEN
+int main(int argc, char **argv)
+{
+  dealii::Utilities::MPI::MPI_InitFinalize mpi(argc, argv, 1);
+  std::ifstream in(argv[1]);
+  const auto spec = nlohmann::json::parse(in)["case_spec"];
+  const auto &g = spec["eval_grid"];
+  const int nx = g["nx"], ny = g["ny"];
+  const auto b = g["bbox"].get<std::vector<double>>();
+  std::vector<double> u;
+  for (int j = 0; j < ny; ++j)
+    for (int i = 0; i < nx; ++i)
+      {
+        const dealii::Point<2> p(b[0] + i * (b[1] - b[0]) / (nx - 1), b[2] + j * (b[3] - b[2]) / (ny - 1));
+        u.push_back(std::sin(M_PI * p[0]) * std::sin(M_PI * p[1]));
+      }
+  DROP
+  std::ofstream(std::string(argv[2]) + "/solution_grid.bin", std::ios::binary)
+    .write(reinterpret_cast<const char *>(u.data()), std::streamsize(u.size() * sizeof(double)));
+  std::ofstream(std::string(argv[2]) + "/meta.json") << R"({"wall_time_sec": 0.01, "status": "success"})";
+  return 0;
+}
+"""
+
+
+def exact_program(token: str, drop_last: bool = False) -> str:
+    return EXACT.replace("TOKEN", token).replace("DROP", "u.pop_back();" if drop_last else "")
+
+
+def run(tmp_path, cases, submissions, *extra, timeout=900):
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dealii",
+                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
+                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
+                           *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return done, outcomes_from_report(report)
+
+
+def toy_cases(tmp_path, solvers: dict[str, str]):
+    """One poisson_basic copy per solver, calibrated generously; returns (cases, submissions)."""
+    records = [record_dict(new_id=case_id, nx=40, ny=30) for case_id in solvers]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dealii", records, 1e-6, 5.0)
+    folder = tmp_path / "solvers" / "dealii"
+    folder.mkdir(parents=True)
+    for case_id, source in solvers.items():
+        (folder / f"{case_id}.cpp").write_text(source)
+    return tmp_path / "cases.jsonl", folder.parent
+
+
+def test_exact_program_passes_and_a_second_build_of_the_same_source_is_cached(tmp_path):
+    source = exact_program(uuid.uuid4().hex)  # a new source: the first build really compiles
+    cases, solvers = toy_cases(tmp_path, {"toy_a": source, "toy_b": source})
+    done, outcomes = run(tmp_path, cases, solvers, f"--pde-calibrations={tmp_path / 'calibrations'}", "--pde-runs=1")
+    first, second = outcomes["toy_a"], outcomes["toy_b"]
+    for verdict in (first, second):
+        assert verdict["outcome"] == "PASS", (verdict["reason"], done.stdout[-3000:])
+        assert verdict["error"] < 1e-14 and verdict["runtime_version"] == "9.4.1"
+    assert first["compile_cached"] is False and first["compile_pch"] is True and first["compile_sec"] > 0
+    assert second["compile_cached"] is True and second["compile_sec"] == 0
+    # compile time is reported apart: the timed window is the program alone
+    assert first["t_agent"] < first["compile_sec"]
+
+
+def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
+    marker = f"pdebench-hang-{uuid.uuid4().hex}"
+    secret = tmp_path / "evaluator_only.txt"
+    secret.write_text("hidden reference")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = []
+
+    def accept():
+        server.settimeout(60)
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    exact = exact_program("reached")
+    solvers = {
+        "toy_shape": exact_program("shape", drop_last=True),
+        "toy_compile": "int main() { return undefined_symbol_here; }\n",
+        "toy_crash": "#include <csignal>\nint main() { std::raise(SIGSEGV); return 0; }\n",
+        "toy_hang": ("#include <unistd.h>\nint main() {\n  if (fork() == 0) { setsid(); "
+                     f'execlp("sleep", "sleep", "600", "{marker}", (char *)nullptr); }}\n  for (;;) {{}}\n}}\n'),
+        # each of these writes a valid exact solution only if it got through the sandbox
+        "toy_network": exact.replace("int main(int argc, char **argv)\n{", (
+            "#include <arpa/inet.h>\n#include <sys/socket.h>\n#include <unistd.h>\n"
+            "int main(int argc, char **argv)\n{\n  sockaddr_in a{}; a.sin_family = AF_INET; "
+            f"a.sin_port = htons({port}); inet_pton(AF_INET, \"127.0.0.1\", &a.sin_addr);\n"
+            "  const int s = socket(AF_INET, SOCK_STREAM, 0);\n"
+            "  if (connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return 7;\n"), 1),
+        "toy_hidden": exact.replace("int main(int argc, char **argv)\n{", (
+            "int main(int argc, char **argv)\n{\n"
+            f"  if (!std::ifstream(\"{secret}\")) return 8;\n"), 1),
+    }
+    cases, submissions = toy_cases(tmp_path, solvers)
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        done, outcomes = run(tmp_path, cases, submissions, f"--pde-calibrations={tmp_path / 'calibrations'}",
+                             "--pde-timeout=3", "--pde-runs=1")
+    finally:
+        server.close()
+        thread.join()
+    reasons = {case_id: verdict["reason"] for case_id, verdict in outcomes.items()}
+    assert {verdict["outcome"] for verdict in outcomes.values()} == {"F-Exec"}, (reasons, done.stdout[-3000:])
+    assert "solution_grid.bin holds 9592 bytes = 1199 float64 values" in reasons["toy_shape"]
+    assert reasons["toy_compile"].startswith("compile error: solver.cpp:1:")
+    assert "undefined_symbol_here" in reasons["toy_compile"]
+    assert reasons["toy_crash"].startswith("SIGSEGV")
+    assert reasons["toy_hang"].startswith("timed out after 3")
+    assert reasons["toy_network"].startswith("exit code 7") and not accepted
+    assert reasons["toy_hidden"].startswith("exit code 8")
+    deadline = time.time() + 5
+    while processes_with(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []
+
+
+# one case per family the deal.II oracle covers, cheap ones
+ORACLE_CASES = ["poisson_unit_kappa_l_shape_008", "heat_long_periodic_square_periodic_007", "helmholtz_k20_star_001",
+                "cd_low_pe_periodic_square_periodic_002", "rd_allen_cahn_periodic_square_periodic_004"]
+
+
+def test_oracle_one_case_per_family(tmp_path):
+    done, outcomes = run(tmp_path, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                         f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(ORACLE_CASES))
+    assert sorted(outcomes) == sorted(ORACLE_CASES), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
+        assert verdict["e_base"] < 1e-3 and verdict["solver_info"]["converged"] is True, case_id
