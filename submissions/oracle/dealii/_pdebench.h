@@ -414,7 +414,12 @@ namespace pdebench
       }
     else
       throw std::runtime_error("3-D domain " + d.kind + " is not supported");
-    while (GridTools::maximal_cell_diameter(tria) > h * 1.0001)
+    // refine until the mean cell (side sqrt(volume / cells)) has diameter <= h: generators
+    // grade their cells (small ones at a hole), so the largest cell would over-refine
+    auto mean_diameter = [&]() {
+      return std::pow(GridTools::volume(tria) / tria.n_active_cells(), 1.0 / dim) * std::sqrt(double(dim));
+    };
+    while (mean_diameter() > h * 1.0001)
       tria.refine_global(1);
 
     // bounding box and tags
