@@ -4,6 +4,7 @@
     pdebench build-starter                  write tests/cases/starter.jsonl (the smoke suite)
     pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
                                             (with --update-cases) the records' thresholds
+    pdebench materialize --library L        only the second step: calibrations/ -> records
     pdebench table REPORT.json              outcome table of a pytest JSON report
     pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
                                             run time, never committed) to this layout
@@ -62,6 +63,11 @@ def _calibrate(args) -> int:
     if args.update_cases:
         _materialize(Path(args.cases), args.library, Path(args.calibrations))
     return int(code)
+
+
+def _materialize_command(args) -> int:
+    _materialize(Path(args.cases), args.library, Path(args.calibrations))
+    return 0
 
 
 def _materialize(cases_path: Path, library: str, calibrations: Path) -> None:
@@ -253,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--update-cases", action="store_true", help="also materialize thresholds in the records")
     calibrate.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     calibrate.set_defaults(func=_calibrate)
+
+    materialize = commands.add_parser("materialize", help="write this machine's calibration into the records "
+                                      "(after calibrating in parts)")
+    materialize.add_argument("--library", default="dolfinx")
+    materialize.add_argument("--cases", default="cases")
+    materialize.add_argument("--calibrations", default="calibrations")
+    materialize.set_defaults(func=_materialize_command)
 
     table = commands.add_parser("table", help="outcome table from a pytest JSON report")
     table.add_argument("report")

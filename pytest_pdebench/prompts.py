@@ -106,18 +106,27 @@ directory:
 def _cpp_contract(view: dict, arrays: list[str]) -> str:
     dim = 3 if view["case_spec"]["eval_grid"].get("nz") else 2
     shape = "(nz, ny, nx)" if dim == 3 else "(ny, nx)"
-    return f"""Write one C++17 program (a single source file with `int main(int argc, char** argv)`).
-The harness compiles it against deal.II and runs
+    index = "`[k, j, i]` is the value at `(x[i], y[j], z[k])`" if dim == 3 else "`[j, i]` is the value at `(x[i], y[j])`"
+    single = len(arrays) == 1
+    files = (f"`solution_grid.bin` (the array `{arrays[0]}`)" if single
+             else "one `<name>.bin` per array, " + ", ".join(f"`{a}.bin`" for a in arrays))
+    return f"""Write one C++17 program: a single source file with `int main(int argc, char **argv)`.
+The harness compiles it once against deal.II 9.4.1 (Release flags; compile time is not
+part of the timed run) and runs it as
 
     solver case_spec.json OUTDIR
 
-The program reads the case_spec from the JSON file and writes into OUTDIR:
+`case_spec.json` holds a JSON object whose `"case_spec"` member is the specification
+above (`nlohmann/json.hpp` is available to read it). The program writes into OUTDIR:
 
-- the solution on the evaluation grid as raw little-endian float64 in row-major order
-  of shape {shape}: `solution_grid.bin` for a single array, or one `<name>.bin` per array
-  for {', '.join(f'`{a}`' for a in arrays)} (entry `[j, i]` is the value at
-  `(x[i], y[j])`, `x[i] = bbox[0] + i (bbox[1] - bbox[0]) / (nx - 1)`);
-- `meta.json` with `wall_time_sec` (number) and `status` (string)."""
+- {files}: the solution on the evaluation grid as raw float64 values (little-endian)
+  in row-major order of shape {shape}, so that entry {index}, with
+  `x[i] = bbox[0] + i (bbox[1] - bbox[0]) / (nx - 1)` and likewise for the other axes;
+- `meta.json` with `wall_time_sec` (number), `status` (string) and, if you like,
+  `solver_info` (an object: mesh resolution, element degree, solver, iterations...).
+
+A `solution.npz` with the same arrays and the axes is accepted instead of the binary
+files. The `gmsh` executable is installed if you want to mesh a shape with it."""
 
 
 def _rules(view: dict, timeout_sec: float) -> str:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One-time set-up, safe to re-run: bubblewrap, a Python 3.12 virtual environment
-# (.venv, or $PDEBENCH_VENV) with DOLFINx 0.11 from PyPI and this package.
+# One-time set-up, safe to re-run: bubblewrap and deal.II 9.4 (with its compiler, CMake
+# and gmsh) from apt, a Python 3.12 virtual environment (.venv, or $PDEBENCH_VENV) with
+# DOLFINx 0.11 from PyPI and this package, and the deal.II toolchain cache (compile
+# flags and a precompiled header, ~1 minute once). PDEBENCH_SKIP_DEALII=1 leaves deal.II out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${PDEBENCH_VENV:-.venv}
@@ -43,7 +45,25 @@ install_bubblewrap() {
     command -v bwrap >/dev/null 2>&1 || die "bubblewrap did not install"
 }
 
+DEALII_PACKAGES="libdeal.ii-dev cmake g++ make nlohmann-json3-dev gmsh"
+
+install_dealii() {
+    [ "${PDEBENCH_SKIP_DEALII:-0}" = 1 ] && { say "skipping deal.II (PDEBENCH_SKIP_DEALII=1)"; return 0; }
+    if [ -f /usr/share/cmake/deal.II/deal.IIConfig.cmake ] && command -v gmsh >/dev/null 2>&1 \
+        && [ -f /usr/include/nlohmann/json.hpp ] && command -v cmake >/dev/null 2>&1; then
+        return 0
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "deal.II 9.4 is missing and there is no apt-get: install deal.II 9.4 \
+with cmake, g++, nlohmann-json and gmsh, or set PDEBENCH_SKIP_DEALII=1"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    say "installing deal.II 9.4 from apt: $DEALII_PACKAGES (about a minute, 1.9 GB)"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends $DEALII_PACKAGES >/dev/null \
+        || die "apt-get could not install $DEALII_PACKAGES"
+}
+
 install_bubblewrap
+install_dealii
 
 if ! is_python312 "$VENV/bin/python"; then
     PY312=$(find_python312) || die "Python 3.12 not found (DOLFINx 0.11 wheels need it). Install it (e.g. \
@@ -59,4 +79,10 @@ say "installing pytest-pdebench with the DOLFINx track into $VENV (about a minut
 "$VENV/bin/python" -c 'import pytest_pdebench.plugin' || die "pytest-pdebench did not install"
 version=$("$VENV/bin/python" -c 'from mpi4py import MPI; import dolfinx; print(dolfinx.__version__)') \
     || die "DOLFINx does not import in $VENV"
+if [ "${PDEBENCH_SKIP_DEALII:-0}" != 1 ]; then
+    say "preparing the deal.II toolchain cache (CMake flags, precompiled header; about a minute once)"
+    "$VENV/bin/python" -c 'from pytest_pdebench.libraries.cxx_toolchain import load_toolchain
+t = load_toolchain(); assert t.ensure_pch(), "precompiled header failed"; print(f"[setup] deal.II {t.dealii}, g++ {t.compiler}: {t.directory}")' \
+        || die "the deal.II toolchain does not work (see the message above)"
+fi
 say "ready: DOLFINx $version, $(bwrap --version), python $("$VENV/bin/python" -V 2>&1)"

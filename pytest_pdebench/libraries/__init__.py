@@ -17,6 +17,11 @@ from pathlib import Path
 from ..sandbox import RunRequest
 
 
+def cache_root() -> Path:
+    """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
+    return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
+
+
 class RuntimeMissing(RuntimeError):
     """The track's runtime is not installed; the message says how to install it."""
 
@@ -52,6 +57,11 @@ class Track:
     def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
               limits) -> BuildResult | None:
         """Compile the submission once per item (None: nothing to build)."""
+        return None
+
+    def kernel_cache(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
+        """A persistent cache for generated code shared by the runs of one submission
+        (byte-identical files) across items and sessions; None: one cache per item."""
         return None
 
     def detect(self) -> Runtime:

@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cache_root
+
 DEALII_CMAKE_DIR = Path("/usr/share/cmake/deal.II")
 COMPILE_TIMEOUT_SEC = 300.0
 KEPT_BINARIES = 512  # the binary cache keeps the most recently stored executables
@@ -74,10 +76,6 @@ def compiler_version() -> str | None:
         return None
     done = subprocess.run([cxx, "-dumpfullversion"], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
 
 
 @contextmanager

@@ -30,8 +30,8 @@ class DealiiTrack(Track):
     suffixes = (".cpp", ".cc")
     binary_outputs = True
     install_hint = ("Install deal.II 9.4 and its build tools with `apt-get install --no-install-recommends "
-                    "libdeal.ii-dev cmake g++ make gmsh` (Debian 12; about a minute, 1.9 GB), or run "
-                    "`make setup-dealii`.")
+                    "libdeal.ii-dev cmake g++ make nlohmann-json3-dev gmsh` (Debian 12; about a minute, "
+                    "1.9 GB), or run `make setup`.")
 
     def detect(self) -> Runtime:
         try:
