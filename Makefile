@@ -21,8 +21,10 @@ test: $(STAMP)
 	PDEBENCH_REQUIRE_FEM=1 $(VENV)/bin/pytest
 
 # measure e_base/t_base of every case on this machine and store them in the records
+# (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures)
+LIBRARY ?= dolfinx
 calibrate: $(STAMP)
-	$(VENV)/bin/pdebench calibrate --library dolfinx --update-cases
+	$(VENV)/bin/pdebench calibrate --library $(LIBRARY) --update-cases
 
 clean-reports:
 	rm -rf reports/runs reports/calibration reports/*.json

@@ -140,7 +140,8 @@ def run_with_model(source: ModelSource, record: CaseRecord, library: str, item_d
                         "cost_usd": cost, "retries": completion.retries, "model": completion.model})
         if verdict.passed or attempt == source.attempts:
             break
-        stderr_file = attempt_dir / "stderr.txt"
+        # a compile error is told with the compiler's output, a failed run with its stderr
+        stderr_file = attempt_dir / ("compile.log" if verdict.reason.startswith("compile") else "stderr.txt")
         stderr = stderr_file.read_text(errors="replace") if stderr_file.is_file() else ""
         prompt = feedback_prompt(attempt + 1, code, feedback_of(verdict.to_dict(), stderr), base)
     verdict.source = source.label

@@ -40,6 +40,45 @@ def write(u, x, y, meta=True):
                   open("meta.json", "w"))
 """
 
+# writes u = sin(pi x) sin(pi y) (the exact solution of poisson_basic) as solution_grid.bin;
+# MPI is initialised on purpose: it must work in the network-less sandbox
+EXACT_CPP = r"""
+#include <deal.II/base/mpi.h>
+#include <deal.II/base/point.h>
+#include <nlohmann/json.hpp>
+#include <cmath>
+#include <fstream>
+#include <vector>
+// TOKEN
+int main(int argc, char **argv)
+{
+  dealii::Utilities::MPI::MPI_InitFinalize mpi(argc, argv, 1);
+  std::ifstream in(argv[1]);
+  const auto spec = nlohmann::json::parse(in)["case_spec"];
+  const auto &g = spec["eval_grid"];
+  const int nx = g["nx"], ny = g["ny"];
+  const auto b = g["bbox"].get<std::vector<double>>();
+  std::vector<double> u;
+  for (int j = 0; j < ny; ++j)
+    for (int i = 0; i < nx; ++i)
+      {
+        const dealii::Point<2> p(b[0] + i * (b[1] - b[0]) / (nx - 1), b[2] + j * (b[3] - b[2]) / (ny - 1));
+        u.push_back(std::sin(M_PI * p[0]) * std::sin(M_PI * p[1]));
+      }
+  DROP
+  std::ofstream(std::string(argv[2]) + "/solution_grid.bin", std::ios::binary)
+    .write(reinterpret_cast<const char *>(u.data()), std::streamsize(u.size() * sizeof(double)));
+  std::ofstream(std::string(argv[2]) + "/meta.json") << R"({"wall_time_sec": 0.01, "status": "success"})";
+  return 0;
+}
+"""
+
+
+def exact_cpp_program(token: str, drop_last: bool = False) -> str:
+    return EXACT_CPP.replace("TOKEN", token).replace("DROP", "u.pop_back();" if drop_last else "")
+
+
+
 REQUIRE_RUNTIMES = os.environ.get("CI") == "true" or os.environ.get("PDEBENCH_REQUIRE_FEM") == "1"
 
 

@@ -8,6 +8,8 @@ the real `openai` client on the other end. What it answers is chosen by the mode
     scripted-500       500 on the first request of each prompt, then correct
     scripted-hang      sleeps longer than the client's timeout
     scripted-repair    a solver that raises, unless the prompt is a feedback prompt: then correct
+    scripted-cpp-repair  C++ that does not compile, unless the prompt is a feedback prompt: then a
+                       correct C++ program (the deal.II track)
 
 Every request is logged (model, the user prompt, the HTTP status answered).
 """
@@ -19,7 +21,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from conftest import NUMPY_PRELUDE
+from conftest import NUMPY_PRELUDE, exact_cpp_program
 
 CORRECT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n"
 BROKEN = "import dolfinx.no_such_module\n\ndef solve(case_spec):\n    pass\n"
@@ -48,6 +50,10 @@ def answer(model: str, prompt: str, seen_before: int) -> tuple[int, str | None]:
     if model == "scripted-hang":
         time.sleep(HANG_SECONDS)
         return 200, correct
+    if model == "scripted-cpp-repair":
+        repaired = "FEEDBACK ON THE PREVIOUS ATTEMPT" in prompt
+        code = exact_cpp_program("llm") if repaired else "int main() { return undefined_symbol_here; }\n"
+        return 200, f"```cpp\n{code}```\n"
     if model == "scripted-repair":
         return 200, fenced(CORRECT if "FEEDBACK ON THE PREVIOUS ATTEMPT" in prompt else RAISES)
     return 404, None

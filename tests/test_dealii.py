@@ -12,46 +12,10 @@ import uuid
 
 import pytest
 
-from conftest import ORACLE, REPO, outcomes_from_report, processes_with, record_dict, write_calibration, write_jsonl
+from conftest import (ORACLE, REPO, exact_cpp_program, outcomes_from_report, processes_with, record_dict,
+                      write_calibration, write_jsonl)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
-
-# writes u = sin(pi x) sin(pi y) (the exact solution of poisson_basic) as solution_grid.bin;
-# MPI is initialised on purpose: it must work in the network-less sandbox
-EXACT = r"""
-#include <deal.II/base/mpi.h>
-#include <deal.II/base/point.h>
-#include <nlohmann/json.hpp>
-#include <cmath>
-#include <fstream>
-#include <vector>
-// TOKEN
-int main(int argc, char **argv)
-{
-  dealii::Utilities::MPI::MPI_InitFinalize mpi(argc, argv, 1);
-  std::ifstream in(argv[1]);
-  const auto spec = nlohmann::json::parse(in)["case_spec"];
-  const auto &g = spec["eval_grid"];
-  const int nx = g["nx"], ny = g["ny"];
-  const auto b = g["bbox"].get<std::vector<double>>();
-  std::vector<double> u;
-  for (int j = 0; j < ny; ++j)
-    for (int i = 0; i < nx; ++i)
-      {
-        const dealii::Point<2> p(b[0] + i * (b[1] - b[0]) / (nx - 1), b[2] + j * (b[3] - b[2]) / (ny - 1));
-        u.push_back(std::sin(M_PI * p[0]) * std::sin(M_PI * p[1]));
-      }
-  DROP
-  std::ofstream(std::string(argv[2]) + "/solution_grid.bin", std::ios::binary)
-    .write(reinterpret_cast<const char *>(u.data()), std::streamsize(u.size() * sizeof(double)));
-  std::ofstream(std::string(argv[2]) + "/meta.json") << R"({"wall_time_sec": 0.01, "status": "success"})";
-  return 0;
-}
-"""
-
-
-def exact_program(token: str, drop_last: bool = False) -> str:
-    return EXACT.replace("TOKEN", token).replace("DROP", "u.pop_back();" if drop_last else "")
 
 
 def run(tmp_path, cases, submissions, *extra, timeout=900):
@@ -76,7 +40,7 @@ def toy_cases(tmp_path, solvers: dict[str, str]):
 
 
 def test_exact_program_passes_and_a_second_build_of_the_same_source_is_cached(tmp_path):
-    source = exact_program(uuid.uuid4().hex)  # a new source: the first build really compiles
+    source = exact_cpp_program(uuid.uuid4().hex)  # a new source: the first build really compiles
     cases, solvers = toy_cases(tmp_path, {"toy_a": source, "toy_b": source})
     done, outcomes = run(tmp_path, cases, solvers, f"--pde-calibrations={tmp_path / 'calibrations'}", "--pde-runs=1")
     first, second = outcomes["toy_a"], outcomes["toy_b"]
@@ -104,9 +68,9 @@ def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
         except OSError:
             pass
 
-    exact = exact_program("reached")
+    exact = exact_cpp_program("reached")
     solvers = {
-        "toy_shape": exact_program("shape", drop_last=True),
+        "toy_shape": exact_cpp_program("shape", drop_last=True),
         "toy_compile": "int main() { return undefined_symbol_here; }\n",
         "toy_crash": "#include <csignal>\nint main() { std::raise(SIGSEGV); return 0; }\n",
         "toy_hang": ("#include <unistd.h>\nint main() {\n  if (fork() == 0) { setsid(); "

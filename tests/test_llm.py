@@ -34,13 +34,13 @@ def bench(tmp_path):
     return tmp_path
 
 
-def run(bench, server, model, *extra, key="test-key", cases="cases.jsonl"):
+def run(bench, server, model, *extra, key="test-key", cases="cases.jsonl", library="dolfinx"):
     report = bench / f"report-{model}.json"
     env = {k: v for k, v in os.environ.items() if k != "PDEBENCH_TEST_KEY"}
     if key:
         env["PDEBENCH_TEST_KEY"] = key
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
          f"--pde-cases={bench / cases}", f"--pde-model={model}", f"--pde-base-url={server.url}",
          "--pde-api-key-env=PDEBENCH_TEST_KEY", f"--pde-calibrations={bench / 'calibrations'}",
          f"--pde-output={bench / 'out'}", f"--pde-llm-cache={bench / 'cache'}", "--pde-llm-backoff=0.01",
@@ -149,3 +149,19 @@ def test_template_mode_sends_the_scaffold(bench, server):
                            f"--pde-cases={bench / 'cases.jsonl'}"], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "OPENAI_API_KEY": "x"})
     assert done.returncode == 4 and "scaffolds for dolfinx only" in done.stderr
+
+
+@pytest.mark.usefixtures("dealii_available")
+def test_cpp_compile_error_is_fed_back_and_repaired_on_dealii(bench, server):
+    write_calibration(bench / "calibrations", "dealii", [record_dict(new_id="toy_a", nx=20, ny=20)], E_BASE, T_BASE)
+    done, outcomes = run(bench, server, "scripted-cpp-repair", "-k", "toy_a", "--pde-attempts=3",
+                         library="dealii")
+    verdict = outcomes["toy_a"]
+    assert verdict["outcome"] == "PASS", done.stdout[-2000:]
+    first, second = verdict["llm"]["attempts"][:2]
+    assert first["outcome"] == "F-Exec" and first["reason"].startswith("compile error: solver.cpp:1:")
+    folder = bench / "out" / "dealii" / "toy_a"
+    assert "int main" in (folder / "attempt-1" / "solver.cpp").read_text()
+    feedback = (folder / "attempt-2" / "prompt.md").read_text()
+    assert "undefined_symbol_here" in feedback and "solution_grid.bin" in feedback  # compiler output, contract
+    assert second["outcome"] == "PASS" and len(verdict["llm"]["attempts"]) == 2
