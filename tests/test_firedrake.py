@@ -3,12 +3,14 @@ on a toy solver, and the Firedrake oracle on real cases."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, ORACLE, REPO, STARTER, outcomes_from_report, record_dict, write_calibration, \
+from conftest import NUMPY_PRELUDE, ORACLE, REPO, outcomes_from_report, record_dict, write_calibration, \
     write_jsonl
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("firedrake_available")]
@@ -39,10 +41,70 @@ def test_toy_solver_importing_firedrake_passes_in_the_sandbox(tmp_path):
     assert verdict["runtime_version"].startswith("2026.10") and verdict["sandbox"] == "bubblewrap"
 
 
-def test_oracle_poisson_on_starter_cases(tmp_path):
-    done, outcomes = run(tmp_path, STARTER, ORACLE, "--pde-calibrate", "-k", "poisson_basic or (poisson_annulus and not variable)",
-                         f"--pde-calibrations={tmp_path / 'calibrations'}")
-    assert set(outcomes) == {"poisson_basic", "poisson_annulus"}, done.stdout[-2000:]
+def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_path):
+    """No network (not even the host's loopback), no evaluator-only file, and the kernel
+    cache of a submission outlives its item."""
+    from pytest_pdebench.libraries import cache_root, detect_runtime
+    from pytest_pdebench.submissions import DirectorySource
+    from pytest_pdebench.cases import CaseRecord
+
+    secret = tmp_path / "evaluator_only.txt"
+    secret.write_text("hidden reference")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = []
+
+    def accept():
+        server.settimeout(60)
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    solvers = {
+        "toy_net": f"import socket\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)",
+        "toy_secret": f"open({str(secret)!r}).read()",
+        "toy_kernels": "m = firedrake.UnitSquareMesh(4, 4); V = firedrake.FunctionSpace(m, 'CG', 1)\n"
+                       "    firedrake.assemble(firedrake.TestFunction(V) * firedrake.dx)",
+    }
+    records = [record_dict(new_id=case_id, nx=20, ny=20) for case_id in solvers]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "firedrake", records, 1e-4, 5.0)
+    folder = tmp_path / "solvers" / "firedrake"
+    folder.mkdir(parents=True)
+    for case_id, body in solvers.items():
+        (folder / f"{case_id}.py").write_text(NUMPY_PRELUDE + "\nimport firedrake\n\ndef solve(case_spec):\n    "
+                                              + body + "\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n")
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        done, outcomes = run(tmp_path, tmp_path / "cases.jsonl", folder.parent,
+                             f"--pde-calibrations={tmp_path / 'calibrations'}")
+    finally:
+        server.close()
+        thread.join()
+    assert outcomes["toy_net"]["outcome"] == "F-Exec" and not accepted, outcomes["toy_net"]["reason"]
+    assert "Error" in outcomes["toy_net"]["reason"]  # ConnectionRefusedError / OSError: unreachable
+    assert outcomes["toy_secret"]["outcome"] == "F-Exec"
+    assert "No such file or directory" in outcomes["toy_secret"]["reason"]
+    assert outcomes["toy_kernels"]["outcome"] == "PASS", (outcomes["toy_kernels"]["reason"], done.stdout[-2000:])
+    record = CaseRecord.model_validate(records[2])
+    submission = DirectorySource(folder.parent).submission_for(record, "firedrake", (".py",))
+    kernels = cache_root() / "kernels" / f"firedrake-{detect_runtime('firedrake').version}" / submission.fingerprint
+    assert kernels.is_dir() and any(kernels.rglob("*")), "no kernels kept for the submission"
+
+
+# one case of the suite per Firedrake family (cheap ones; references included)
+ORACLE_CASES = ["biharmonic_plate_dumbbell_032", "cd_rotating_unit_square_neumann_044",
+                "heat_fast_diffusion_unit_square_003", "helmholtz_k10_unit_square_robin_015",
+                "elasticity_nu045_unit_square_noexact_003", "poisson_constant_kappa_unit_square_noexact_008",
+                "rd_linear_t_junction_049", "stokes_nu01_unit_square_noexact_002"]
+
+
+def test_oracle_one_case_per_family(tmp_path):
+    done, outcomes = run(tmp_path, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                         f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(ORACLE_CASES))
+    assert sorted(outcomes) == sorted(ORACLE_CASES), done.stdout[-3000:]
     for case_id, verdict in outcomes.items():
         assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
-        assert verdict["e_base"] < 1e-4 and verdict["solver_info"]["converged"] is True
+        assert verdict["e_base"] < 1e-2 and verdict["calibration_problem"] is None, case_id

@@ -1,5 +1,6 @@
 """The three gates end to end: tiny numpy solvers, run by pytest (with xdist) through
-the real sandbox and the DOLFINx runtime, judged against a fixed calibration."""
+the real sandbox and a Python track's runtime (DOLFINx, and Firedrake where it is
+provisioned), judged against a fixed calibration."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import pytest
 
 from conftest import NUMPY_PRELUDE as PRELUDE
 from conftest import outcomes_from_report, record_dict, write_calibration, write_jsonl
-
-pytestmark = pytest.mark.usefixtures("dolfinx_available")
 
 E_BASE, T_BASE = 1e-4, 0.5  # tau_acc = 1e-3, tau_time = 1.5 s
 
@@ -39,24 +38,27 @@ REASONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def gate_run(tmp_path_factory):
-    """One pytest run over all the toy solvers; returns (outcomes, stdout, directory)."""
+@pytest.fixture(scope="module", params=["dolfinx", "firedrake"])
+def gate_run(request, tmp_path_factory):
+    """One pytest run over all the toy solvers on a track; returns (outcomes, stdout,
+    directory, exit code)."""
     import subprocess
     import sys
 
-    root = tmp_path_factory.mktemp("gates")
+    library = request.param
+    request.getfixturevalue(f"{library}_available")
+    root = tmp_path_factory.mktemp(f"gates-{library}")
     records = [record_dict(new_id=name, nx=20, ny=20) for name in SOLVERS]
     write_jsonl(root / "cases.jsonl", records)
-    write_calibration(root / "calibrations", "dolfinx", records, E_BASE, T_BASE)
-    solvers = root / "solvers" / "dolfinx"
+    write_calibration(root / "calibrations", library, records, E_BASE, T_BASE)
+    solvers = root / "solvers" / library
     solvers.mkdir(parents=True)
     for name, (_, body) in SOLVERS.items():
         code = PRELUDE + ("\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") if body else "\nx = 1\n")
         (solvers / f"{name}.py").write_text(code)
     report = root / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--pde-library=dolfinx",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", f"--pde-library={library}",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
          f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
          "--json-report", f"--json-report-file={report}", "-rA"],
@@ -85,7 +87,7 @@ def test_passing_item_metadata(gate_run):
     assert verdict["r2"] == pytest.approx(1.0)
     assert verdict["solver_info"] == {"num_dofs": 400}
     assert verdict["sandbox"] == "bubblewrap"
-    audit = root / "out" / "dolfinx" / "exact"
+    audit = root / "out" / verdict["library"] / "exact"
     assert {p.name for p in audit.iterdir()} >= {"case_spec.json", "solver.py", "stdout.txt", "stderr.txt",
                                                  "solution.npz", "meta.json", "verdict.json"}
     assert set(json.loads((audit / "case_spec.json").read_text())) == {"case_spec", "target_library"}
@@ -110,11 +112,12 @@ def test_resume_reuses_finished_verdicts(gate_run):
     import subprocess
     import sys
 
-    _, _, root, _ = gate_run
-    verdicts = {name: root / "out" / "dolfinx" / name / "verdict.json" for name in ("exact", "slow")}
+    outcomes, _, root, _ = gate_run
+    library = outcomes["exact"]["library"]
+    verdicts = {name: root / "out" / library / name / "verdict.json" for name in ("exact", "slow")}
     before = {name: path.stat().st_mtime_ns for name, path in verdicts.items()}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "--pde-resume",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}", "--pde-resume",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}", "-k", "exact or slow",
          f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q"],
         cwd=root, capture_output=True, text=True, timeout=300)

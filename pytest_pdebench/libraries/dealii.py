@@ -58,7 +58,7 @@ class DealiiTrack(Track):
         started = time.perf_counter()
         for with_pch in attempts:
             request = RunRequest(toolchain.compile_command(sources, EXECUTABLE, with_pch), build_dir,
-                                 build_dir, self._env(), [Path(p) for p in runtime.read_only], compile_limits)
+                                 build_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], compile_limits)
             result = backend.run(request)
             (build_dir / "compile.log").write_text(result.stdout + result.stderr)
             if result.returncode == 0 and (build_dir / EXECUTABLE).is_file():
@@ -74,7 +74,7 @@ class DealiiTrack(Track):
             reason = "compile error: " + (first_errors(result.stderr) or result.failure_reason() or "no output")
         return BuildResult(None, elapsed, cached=False, used_pch=False, failure=reason)
 
-    def _env(self) -> dict[str, str]:
+    def sandbox_env(self) -> dict[str, str]:
         return {
             "PATH": "/usr/bin:/bin",
             "HOME": "{work}",
@@ -88,4 +88,4 @@ class DealiiTrack(Track):
 
     def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
         argv = [runtime.python, "-I", "{harness}/runner.py", "--exec", f"./{EXECUTABLE}", "case_spec.json", "."]
-        return RunRequest(argv, workdir, cache_dir, self._env(), [Path(p) for p in runtime.read_only], limits)
+        return RunRequest(argv, workdir, cache_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], limits)

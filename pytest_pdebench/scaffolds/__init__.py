@@ -9,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SUPPORTED = ("dolfinx",)
+SUPPORTED = ("dolfinx", "firedrake", "dealii")
+# Python tracks: the library's own part (imports, sampling), then the parts they share
+PYTHON_PARTS = ("{library}_utilities.py", "ufl_utilities.py", "grid_utilities.py")
+FUNCTION_KIND = {"dolfinx": "dolfinx Function", "firedrake": "Firedrake Function"}
 
 
 def scaffold_for(view: dict) -> str:
@@ -19,13 +22,15 @@ def scaffold_for(view: dict) -> str:
     spec = view["case_spec"]
     pde = spec["pde"]
     transient = bool(pde.get("time"))
+    if library == "dealii":
+        return _cpp_scaffold(spec, transient)
     vector = pde["type"] in ("linear_elasticity", "stokes", "navier_stokes")
-    utilities = (HERE / f"{library}_utilities.py").read_text()
+    utilities = "\n\n".join((HERE / part.format(library=library)).read_text().rstrip() for part in PYTHON_PARTS)
     lines = [
         f'"""Solver for the {pde["type"]} case: fill in the TODOs (mesh, spaces, weak form, boundary',
         'and initial conditions, solver); the input, sampling and output code is ready."""',
         "",
-        utilities.rstrip(),
+        utilities,
         "",
         "",
         "# ---- the numerics: yours ----",
@@ -36,13 +41,13 @@ def scaffold_for(view: dict) -> str:
         "",
         "",
         "def solve_problem(case_spec, msh):",
-        f'    """The {"vector " if vector else ""}solution as a dolfinx Function'
+        f'    """The {"vector " if vector else ""}solution as a {FUNCTION_KIND[library]}'
         + (" at t_end" if transient else "") + ', and a dict of solver facts."""',
     ]
     if transient:
         lines += [
             '    t0, t_end = case_spec["pde"]["time"].get("t0", 0.0), case_spec["pde"]["time"]["t_end"]',
-            "    # TODO: space, initial condition from case_spec['ic'], forms with t as a fem.Constant,",
+            "    # TODO: space, initial condition from case_spec['ic'], forms with t as a Constant,",
             "    # then step from t0 to t_end",
         ]
     lines += [
@@ -57,3 +62,18 @@ def scaffold_for(view: dict) -> str:
         "    write_solution(case_spec, arrays, started, solver_info)",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _cpp_scaffold(spec: dict, transient: bool) -> str:
+    text = (HERE / "dealii_scaffold.cpp").read_text()
+    replacements = {
+        "@DIM@": "3" if spec["eval_grid"].get("nz") else "2",
+        "@FAMILY@": spec["pde"]["type"],
+        "@DOMAIN@": spec["domain"]["type"],
+        "@TRANSIENT@": " at t_end" if transient else "",
+        "@TRANSIENT_TODO@": (", initial condition from spec[\"ic\"], time stepping from t0 to t_end"
+                             if transient else ""),
+    }
+    for key, value in replacements.items():
+        text = text.replace(key, value)
+    return text

@@ -10,26 +10,6 @@ import dolfinx.fem.petsc  # noqa: F401  (LinearProblem, NonlinearProblem, assemb
 import ufl
 from dolfinx import fem, geometry, mesh  # noqa: F401
 
-UFL_NAMES = {"sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln, "sqrt": ufl.sqrt,
-             "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh, "atan": ufl.atan, "atan2": ufl.atan2,
-             "asin": ufl.asin, "acos": ufl.acos, "abs": abs, "Abs": abs, "pi": ufl.pi, "e": ufl.e}
-
-
-def expression(text, msh, t=0.0, u=None):
-    """A case_spec expression (string or number) as UFL on ``msh``; ``t`` may be a
-    fem.Constant, ``u`` the unknown (for reaction terms)."""
-    coordinates = ufl.SpatialCoordinate(msh)
-    names = dict(UFL_NAMES, x=coordinates[0], y=coordinates[1], t=t, u=u)
-    if msh.geometry.dim == 3:
-        names["z"] = coordinates[2]
-    return eval(str(text), {"__builtins__": {}}, names)  # the case's own data, in the sandbox
-
-
-def grid_axes(case_spec):
-    grid = case_spec["eval_grid"]
-    counts = [grid["nx"], grid["ny"]] + ([grid["nz"]] if grid.get("nz") else [])
-    return [np.linspace(grid["bbox"][2 * i], grid["bbox"][2 * i + 1], n) for i, n in enumerate(counts)]
-
 
 def sample(function, case_spec):
     """Values of a dolfinx Function on the evaluation grid: shape (ny, nx) or (nz, ny, nx),
@@ -63,26 +43,3 @@ def sample(function, case_spec):
     if found.any():
         values[found] = function.eval(points[found], cells[found]).reshape(-1, size)
     return values.reshape(shape + ((size,) if function.ufl_shape else ()))
-
-
-def output_arrays(case_spec, values):
-    """The arrays the case asks for, from sampled values (scalar, or vector with a last axis)."""
-    output = case_spec["output"]
-    names = output.get("components") or (["u"] if output.get("field", "scalar") == "scalar" else [output["field"]])
-    arrays = {}
-    for name in names:
-        if values.ndim == len(grid_axes(case_spec)):
-            arrays[name] = values
-        elif name.endswith("_magnitude"):
-            arrays[name] = np.linalg.norm(values, axis=-1)
-        else:
-            arrays[name] = values[..., "xyz".index(name[-1])]
-    return arrays
-
-
-def write_solution(case_spec, arrays, started, solver_info):
-    axes = grid_axes(case_spec)
-    np.savez("solution.npz", **arrays, **dict(zip("xyz", axes)))
-    with open("meta.json", "w") as handle:
-        json.dump({"wall_time_sec": time.perf_counter() - started, "status": "success",
-                   "solver_info": solver_info}, handle)
