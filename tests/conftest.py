@@ -7,11 +7,14 @@ missing runtime is a failure: the suite must never go green by skipping itself.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
 import os
 import shutil
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,39 +97,33 @@ def bwrap_available():
         _missing("bubblewrap is not installed")
 
 
-@pytest.fixture(scope="session")
-def dolfinx_available(bwrap_available):
+def _runtime(name: str, required: bool):
     from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
 
     try:
-        return detect_runtime("dolfinx")
+        return detect_runtime(name)
     except RuntimeMissing as exc:
-        _missing(str(exc))
+        if required:
+            pytest.fail(f"required runtime missing: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def dolfinx_available(bwrap_available):
+    return _runtime("dolfinx", REQUIRE_RUNTIMES)
+
+
+@pytest.fixture(scope="session")
+def dealii_available(bwrap_available):
+    """deal.II 9.4 with its compiler, CMake and gmsh (apt, installed by `make setup`)."""
+    return _runtime("dealii", REQUIRE_RUNTIMES)
 
 
 @pytest.fixture(scope="session")
 def firedrake_available(bwrap_available):
     """The provisioned Firedrake runtime (scripts/provision_firedrake.sh, ~20 minutes once).
     Required only with PDEBENCH_REQUIRE_FIREDRAKE=1: `make test` does not provision it."""
-    from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
-
-    try:
-        return detect_runtime("firedrake")
-    except RuntimeMissing as exc:
-        if os.environ.get("PDEBENCH_REQUIRE_FIREDRAKE") == "1":
-            pytest.fail(f"required runtime missing: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="session")
-def dealii_available(bwrap_available):
-    """deal.II 9.4 with its compiler and CMake (apt, installed by `make setup`)."""
-    from pytest_pdebench.libraries import RuntimeMissing, detect_runtime
-
-    try:
-        return detect_runtime("dealii")
-    except RuntimeMissing as exc:
-        _missing(str(exc))
+    return _runtime("firedrake", os.environ.get("PDEBENCH_REQUIRE_FIREDRAKE") == "1")
 
 
 @functools.lru_cache(maxsize=1)
@@ -178,6 +175,43 @@ def processes_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900):
+    """pytest in a subprocess over a case file and a solver folder on one track, with a
+    JSON report; returns (completed process, case_id -> verdict)."""
+    import subprocess
+    import sys
+
+    report = tmp_path / f"report-{library}.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
+                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
+                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
+                           *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return done, (outcomes_from_report(report) if report.exists() else {})
+
+
+@contextlib.contextmanager
+def loopback_listener():
+    """A TCP server on the host's 127.0.0.1: yields (port, accepted connections); a
+    sandboxed solver must never show up in the list."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def accept():
+        server.settimeout(60)
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        yield server.getsockname()[1], accepted
+    finally:
+        server.close()
+        thread.join()
 
 
 def outcomes_from_report(path: Path) -> dict[str, dict]:

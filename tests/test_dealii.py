@@ -3,28 +3,19 @@ binary output contract, every way a program can fail, and the deal.II oracle."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import threading
 import time
 import uuid
 
 import pytest
 
-from conftest import (ORACLE, REPO, exact_cpp_program, outcomes_from_report, processes_with, record_dict,
+from conftest import (ORACLE, REPO, exact_cpp_program, loopback_listener, processes_with, record_dict, run_track,
                       write_calibration, write_jsonl)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
 
 
-def run(tmp_path, cases, submissions, *extra, timeout=900):
-    report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dealii",
-                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
-                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
-                           *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    return done, outcomes_from_report(report)
+def run(tmp_path, cases, submissions, *extra):
+    return run_track(tmp_path, "dealii", cases, submissions, *extra)
 
 
 def toy_cases(tmp_path, solvers: dict[str, str]):
@@ -53,23 +44,9 @@ def test_exact_program_passes_and_a_second_build_of_the_same_source_is_cached(tm
     assert first["t_agent"] < first["compile_sec"]
 
 
-def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
-    marker = f"pdebench-hang-{uuid.uuid4().hex}"
-    secret = tmp_path / "evaluator_only.txt"
-    secret.write_text("hidden reference")
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept():
-        server.settimeout(60)
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
+def failing_programs(marker: str, secret, port: int) -> dict[str, str]:
     exact = exact_cpp_program("reached")
-    solvers = {
+    return {
         "toy_shape": exact_cpp_program("shape", drop_last=True),
         "toy_compile": "int main() { return undefined_symbol_here; }\n",
         "toy_crash": "#include <csignal>\nint main() { std::raise(SIGSEGV); return 0; }\n",
@@ -86,15 +63,16 @@ def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
             "int main(int argc, char **argv)\n{\n"
             f"  if (!std::ifstream(\"{secret}\")) return 8;\n"), 1),
     }
-    cases, submissions = toy_cases(tmp_path, solvers)
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
+
+
+def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
+    marker = f"pdebench-hang-{uuid.uuid4().hex}"
+    secret = tmp_path / "evaluator_only.txt"
+    secret.write_text("hidden reference")
+    with loopback_listener() as (port, accepted):
+        cases, submissions = toy_cases(tmp_path, failing_programs(marker, secret, port))
         done, outcomes = run(tmp_path, cases, submissions, f"--pde-calibrations={tmp_path / 'calibrations'}",
                              "--pde-timeout=3", "--pde-runs=1")
-    finally:
-        server.close()
-        thread.join()
     reasons = {case_id: verdict["reason"] for case_id, verdict in outcomes.items()}
     assert {verdict["outcome"] for verdict in outcomes.values()} == {"F-Exec"}, (reasons, done.stdout[-3000:])
     assert "solution_grid.bin holds 9592 bytes = 1199 float64 values" in reasons["toy_shape"]

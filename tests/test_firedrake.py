@@ -3,26 +3,16 @@ on a toy solver, and the Firedrake oracle on real cases."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import threading
-
 import pytest
 
-from conftest import NUMPY_PRELUDE, ORACLE, REPO, outcomes_from_report, record_dict, write_calibration, \
+from conftest import NUMPY_PRELUDE, ORACLE, REPO, loopback_listener, record_dict, run_track, write_calibration, \
     write_jsonl
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("firedrake_available")]
 
 
 def run(tmp_path, cases, submissions, *extra):
-    report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=firedrake",
-                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
-                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
-                           *extra], cwd=REPO, capture_output=True, text=True, timeout=900)
-    return done, outcomes_from_report(report)
+    return run_track(tmp_path, "firedrake", cases, submissions, *extra)
 
 
 def test_toy_solver_importing_firedrake_passes_in_the_sandbox(tmp_path):
@@ -50,39 +40,23 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
 
     secret = tmp_path / "evaluator_only.txt"
     secret.write_text("hidden reference")
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept():
-        server.settimeout(60)
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    solvers = {
-        "toy_net": f"import socket\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)",
-        "toy_secret": f"open({str(secret)!r}).read()",
-        "toy_kernels": "m = firedrake.UnitSquareMesh(4, 4); V = firedrake.FunctionSpace(m, 'CG', 1)\n"
-                       "    firedrake.assemble(firedrake.TestFunction(V) * firedrake.dx)",
-    }
-    records = [record_dict(new_id=case_id, nx=20, ny=20) for case_id in solvers]
-    write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "firedrake", records, 1e-4, 5.0)
-    folder = tmp_path / "solvers" / "firedrake"
-    folder.mkdir(parents=True)
-    for case_id, body in solvers.items():
-        (folder / f"{case_id}.py").write_text(NUMPY_PRELUDE + "\nimport firedrake\n\ndef solve(case_spec):\n    "
-                                              + body + "\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n")
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
+    with loopback_listener() as (port, accepted):
+        solvers = {
+            "toy_net": f"import socket\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)",
+            "toy_secret": f"open({str(secret)!r}).read()",
+            "toy_kernels": "m = firedrake.UnitSquareMesh(4, 4); V = firedrake.FunctionSpace(m, 'CG', 1)\n"
+                           "    firedrake.assemble(firedrake.TestFunction(V) * firedrake.dx)",
+        }
+        records = [record_dict(new_id=case_id, nx=20, ny=20) for case_id in solvers]
+        write_jsonl(tmp_path / "cases.jsonl", records)
+        write_calibration(tmp_path / "calibrations", "firedrake", records, 1e-4, 5.0)
+        folder = tmp_path / "solvers" / "firedrake"
+        folder.mkdir(parents=True)
+        for case_id, body in solvers.items():
+            (folder / f"{case_id}.py").write_text(NUMPY_PRELUDE + "\nimport firedrake\n\ndef solve(case_spec):\n    "
+                                                  + body + "\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n")
         done, outcomes = run(tmp_path, tmp_path / "cases.jsonl", folder.parent,
                              f"--pde-calibrations={tmp_path / 'calibrations'}")
-    finally:
-        server.close()
-        thread.join()
     assert outcomes["toy_net"]["outcome"] == "F-Exec" and not accepted, outcomes["toy_net"]["reason"]
     assert "Error" in outcomes["toy_net"]["reason"]  # ConnectionRefusedError / OSError: unreachable
     assert outcomes["toy_secret"]["outcome"] == "F-Exec"

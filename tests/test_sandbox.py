@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, processes_with
+from conftest import REPO, loopback_listener, processes_with
 from pytest_pdebench.libraries import thread_env
 from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
 
@@ -66,20 +64,7 @@ def test_import_time_work_of_the_submission_is_timed(tmp_path):
 
 
 def test_no_network_not_even_to_the_hosts_loopback(tmp_path):
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept():
-        server.settimeout(5)
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
+    with loopback_listener() as (port, accepted):
         result, workdir = run_solver(tmp_path, f"""
             import socket
             def solve(case_spec):
@@ -90,9 +75,6 @@ def test_no_network_not_even_to_the_hosts_loopback(tmp_path):
                     outcome = "refused: " + type(exc).__name__
                 open("net.txt", "w").write(outcome)
         """)
-    finally:
-        thread.join()
-        server.close()
     assert result.returncode == 0, result.stderr
     assert (workdir / "net.txt").read_text().startswith("refused")
     assert not accepted, "the sandboxed solver reached a server on the host"
