@@ -177,6 +177,21 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: float = 1e-4, t_base: float = 5.0,
+              nx: int = 20, ny: int = 20) -> tuple[Path, Path]:
+    """One poisson_basic copy per solver (its id is the solver's key), calibrated with the
+    given baseline; returns (case file, submissions folder)."""
+    records = [record_dict(new_id=case_id, nx=nx, ny=ny) for case_id in solvers]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base)
+    folder = tmp_path / "solvers" / library
+    folder.mkdir(parents=True)
+    suffix = ".cpp" if library == "dealii" else ".py"
+    for case_id, source in solvers.items():
+        (folder / f"{case_id}{suffix}").write_text(source)
+    return tmp_path / "cases.jsonl", folder.parent
+
+
 def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900):
     """pytest in a subprocess over a case file and a solver folder on one track, with a
     JSON report; returns (completed process, case_id -> verdict)."""

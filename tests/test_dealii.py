@@ -8,8 +8,7 @@ import uuid
 
 import pytest
 
-from conftest import (ORACLE, REPO, exact_cpp_program, loopback_listener, processes_with, record_dict, run_track,
-                      write_calibration, write_jsonl)
+from conftest import ORACLE, REPO, exact_cpp_program, loopback_listener, processes_with, run_track, toy_cases
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
 
@@ -18,21 +17,13 @@ def run(tmp_path, cases, submissions, *extra):
     return run_track(tmp_path, "dealii", cases, submissions, *extra)
 
 
-def toy_cases(tmp_path, solvers: dict[str, str]):
-    """One poisson_basic copy per solver, calibrated generously; returns (cases, submissions)."""
-    records = [record_dict(new_id=case_id, nx=40, ny=30) for case_id in solvers]
-    write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "dealii", records, 1e-6, 5.0)
-    folder = tmp_path / "solvers" / "dealii"
-    folder.mkdir(parents=True)
-    for case_id, source in solvers.items():
-        (folder / f"{case_id}.cpp").write_text(source)
-    return tmp_path / "cases.jsonl", folder.parent
+def dealii_cases(tmp_path, solvers: dict[str, str]):
+    return toy_cases(tmp_path, "dealii", solvers, e_base=1e-6, nx=40, ny=30)
 
 
 def test_exact_program_passes_and_a_second_build_of_the_same_source_is_cached(tmp_path):
     source = exact_cpp_program(uuid.uuid4().hex)  # a new source: the first build really compiles
-    cases, solvers = toy_cases(tmp_path, {"toy_a": source, "toy_b": source})
+    cases, solvers = dealii_cases(tmp_path, {"toy_a": source, "toy_b": source})
     done, outcomes = run(tmp_path, cases, solvers, f"--pde-calibrations={tmp_path / 'calibrations'}", "--pde-runs=1")
     first, second = outcomes["toy_a"], outcomes["toy_b"]
     for verdict in (first, second):
@@ -70,7 +61,7 @@ def test_every_failure_of_a_cpp_program_is_f_exec(tmp_path):
     secret = tmp_path / "evaluator_only.txt"
     secret.write_text("hidden reference")
     with loopback_listener() as (port, accepted):
-        cases, submissions = toy_cases(tmp_path, failing_programs(marker, secret, port))
+        cases, submissions = dealii_cases(tmp_path, failing_programs(marker, secret, port))
         done, outcomes = run(tmp_path, cases, submissions, f"--pde-calibrations={tmp_path / 'calibrations'}",
                              "--pde-timeout=3", "--pde-runs=1")
     reasons = {case_id: verdict["reason"] for case_id, verdict in outcomes.items()}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, ORACLE, REPO, loopback_listener, record_dict, run_track, write_calibration, \
-    write_jsonl
+from conftest import NUMPY_PRELUDE, ORACLE, REPO, loopback_listener, record_dict, run_track, toy_cases, \
+    write_calibration, write_jsonl
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("firedrake_available")]
 
@@ -47,23 +47,18 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
             "toy_kernels": "m = firedrake.UnitSquareMesh(4, 4); V = firedrake.FunctionSpace(m, 'CG', 1)\n"
                            "    firedrake.assemble(firedrake.TestFunction(V) * firedrake.dx)",
         }
-        records = [record_dict(new_id=case_id, nx=20, ny=20) for case_id in solvers]
-        write_jsonl(tmp_path / "cases.jsonl", records)
-        write_calibration(tmp_path / "calibrations", "firedrake", records, 1e-4, 5.0)
-        folder = tmp_path / "solvers" / "firedrake"
-        folder.mkdir(parents=True)
-        for case_id, body in solvers.items():
-            (folder / f"{case_id}.py").write_text(NUMPY_PRELUDE + "\nimport firedrake\n\ndef solve(case_spec):\n    "
-                                                  + body + "\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n")
-        done, outcomes = run(tmp_path, tmp_path / "cases.jsonl", folder.parent,
-                             f"--pde-calibrations={tmp_path / 'calibrations'}")
+        prelude = NUMPY_PRELUDE + "\nimport firedrake\n\ndef solve(case_spec):\n    "
+        cases, submissions = toy_cases(tmp_path, "firedrake", {
+            case_id: prelude + body + "\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n"
+            for case_id, body in solvers.items()})
+        done, outcomes = run(tmp_path, cases, submissions, f"--pde-calibrations={tmp_path / 'calibrations'}")
     assert outcomes["toy_net"]["outcome"] == "F-Exec" and not accepted, outcomes["toy_net"]["reason"]
     assert "Error" in outcomes["toy_net"]["reason"]  # ConnectionRefusedError / OSError: unreachable
     assert outcomes["toy_secret"]["outcome"] == "F-Exec"
     assert "No such file or directory" in outcomes["toy_secret"]["reason"]
     assert outcomes["toy_kernels"]["outcome"] == "PASS", (outcomes["toy_kernels"]["reason"], done.stdout[-2000:])
-    record = CaseRecord.model_validate(records[2])
-    submission = DirectorySource(folder.parent).submission_for(record, "firedrake", (".py",))
+    record = CaseRecord.model_validate(record_dict(new_id="toy_kernels", nx=20, ny=20))
+    submission = DirectorySource(submissions).submission_for(record, "firedrake", (".py",))
     kernels = cache_root() / "kernels" / f"firedrake-{detect_runtime('firedrake').version}" / submission.fingerprint
     assert kernels.is_dir() and any(kernels.rglob("*")), "no kernels kept for the submission"
 

@@ -4,6 +4,7 @@ compiles (Python), and once its TODOs are filled it passes the gates on every tr
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -71,57 +72,20 @@ def solve_problem(case_spec, msh):
     return solution, {"element_degree": 2}
 '''
 
-FILLED_DEALII = {
-    "mesh": "GridGenerator::subdivided_hyper_cube(tria, 16, 0.0, 1.0);",
-    "element": "return std::make_unique<FE_Q<DIM>>(2);",
-    "solve": """auto f = expression(spec["pde"]["forcing"]["value"]);
-  auto g = expression(spec["bc"]["dirichlet"]["value"]);
-  AffineConstraints<double> constraints;
-  VectorTools::interpolate_boundary_values(mapping, dh, 0, *g, constraints);
-  constraints.close();
-  DynamicSparsityPattern dsp(dh.n_dofs());
-  DoFTools::make_sparsity_pattern(dh, dsp, constraints, false);
-  SparsityPattern pattern;
-  pattern.copy_from(dsp);
-  SparseMatrix<double> matrix(pattern);
-  Vector<double> rhs(dh.n_dofs());
-  const QGauss<DIM> quadrature(3);
-  FEValues<DIM> fv(mapping, dh.get_fe(), quadrature,
-                   update_values | update_gradients | update_quadrature_points | update_JxW_values);
-  const unsigned int n = dh.get_fe().n_dofs_per_cell();
-  FullMatrix<double> A(n, n);
-  Vector<double> b(n);
-  std::vector<types::global_dof_index> dofs(n);
-  for (const auto &cell : dh.active_cell_iterators())
-    {
-      fv.reinit(cell);
-      A = 0;
-      b = 0;
-      for (const unsigned int q : fv.quadrature_point_indices())
-        for (const unsigned int i : fv.dof_indices())
-          {
-            for (const unsigned int j : fv.dof_indices())
-              A(i, j) += fv.shape_grad(i, q) * fv.shape_grad(j, q) * fv.JxW(q);
-            b(i) += f->value(fv.quadrature_point(q)) * fv.shape_value(i, q) * fv.JxW(q);
-          }
-      cell->get_dof_indices(dofs);
-      constraints.distribute_local_to_global(A, b, dofs, matrix, rhs);
-    }
-  SparseDirectUMFPACK direct;
-  direct.initialize(matrix);
-  direct.vmult(u, rhs);
-  constraints.distribute(u);
-  info["element_degree"] = 2;""",
-}
-
-
 def filled_dealii_scaffold(record: dict) -> str:
+    """The C++ scaffold with its TODOs done by the deal.II guide's Poisson solver."""
+    guide = (REPO / "guides" / "DEALII_GUIDE.md").read_text()
+    solver = next(block for block in re.findall(r"^```cpp\n(.*?)^```", guide, re.S | re.M)
+                  if "void solve_poisson(" in block)
     code = scaffold_for(agent_view(CaseRecord.model_validate(record), "dealii"))
-    code = code.replace('AssertThrow(false, ExcMessage("TODO: build the mesh"));', FILLED_DEALII["mesh"])
+    code = code.replace("// ---- the numerics: yours ----", solver + "\n// ---- the numerics: yours ----")
+    code = code.replace('AssertThrow(false, ExcMessage("TODO: build the mesh"));',
+                        "GridGenerator::subdivided_hyper_cube(tria, 16, 0.0, 1.0);")
     code = code.replace('AssertThrow(false, ExcMessage("TODO: choose the element"));\n  return nullptr;',
-                        FILLED_DEALII["element"])
+                        "return std::make_unique<FE_Q<DIM>>(2);")
     return code.replace('AssertThrow(false, ExcMessage("TODO: weak form, boundary conditions, solve"));',
-                        FILLED_DEALII["solve"])
+                        'solve_poisson(dh, mapping, *expression(spec["pde"]["forcing"]["value"]),\n'
+                        '                *expression(spec["bc"]["dirichlet"]["value"]), u);')
 
 
 @pytest.mark.parametrize("library", ["dolfinx", "firedrake", "dealii"])

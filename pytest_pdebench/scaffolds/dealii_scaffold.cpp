@@ -167,7 +167,7 @@ int main(int argc, char **argv)
   dh.distribute_dofs(*fe);
   const MappingQ<DIM> mapping(2);
   Vector<double> u(dh.n_dofs());
-  json info;
+  json info = json::object();  // solver facts: an object even if nothing is added
   solve_problem(spec, mapping, dh, u, info);
   const auto values = sample(dh, mapping, u, spec["eval_grid"], 2 * GridTools::maximal_cell_diameter(tria));
 
