@@ -206,6 +206,18 @@ def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *ext
     return done, (outcomes_from_report(report) if report.exists() else {})
 
 
+def assert_oracle_passes(tmp_path: Path, library: str, case_ids: list[str], max_error: float) -> None:
+    """The bundled oracle on these suite cases (calibration mode): every one PASS, with a
+    usable baseline below max_error and a converged solver."""
+    done, outcomes = run_track(tmp_path, library, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                               f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(case_ids))
+    assert sorted(outcomes) == sorted(case_ids), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
+        assert verdict["e_base"] < max_error and verdict["calibration_problem"] is None, case_id
+        assert verdict["solver_info"].get("converged") is not False, case_id
+
+
 @contextlib.contextmanager
 def loopback_listener():
     """A TCP server on the host's 127.0.0.1: yields (port, accepted connections); a

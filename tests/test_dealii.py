@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from conftest import ORACLE, REPO, exact_cpp_program, loopback_listener, processes_with, run_track, toy_cases
+from conftest import (assert_oracle_passes, exact_cpp_program, loopback_listener, processes_with, run_track,
+                      toy_cases)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
 
@@ -87,9 +88,4 @@ ORACLE_CASES = ["poisson_unit_kappa_l_shape_008", "heat_long_periodic_square_per
 
 
 def test_oracle_one_case_per_family(tmp_path):
-    done, outcomes = run(tmp_path, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
-                         f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(ORACLE_CASES))
-    assert sorted(outcomes) == sorted(ORACLE_CASES), done.stdout[-3000:]
-    for case_id, verdict in outcomes.items():
-        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
-        assert verdict["e_base"] < 1e-3 and verdict["solver_info"]["converged"] is True, case_id
+    assert_oracle_passes(tmp_path, "dealii", ORACLE_CASES, max_error=1e-3)

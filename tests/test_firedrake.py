@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, ORACLE, REPO, loopback_listener, record_dict, run_track, toy_cases, \
-    write_calibration, write_jsonl
+from conftest import (NUMPY_PRELUDE, assert_oracle_passes, loopback_listener, record_dict, run_track, toy_cases,
+                      write_calibration, write_jsonl)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("firedrake_available")]
 
@@ -71,9 +71,4 @@ ORACLE_CASES = ["biharmonic_plate_dumbbell_032", "cd_rotating_unit_square_neuman
 
 
 def test_oracle_one_case_per_family(tmp_path):
-    done, outcomes = run(tmp_path, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
-                         f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(ORACLE_CASES))
-    assert sorted(outcomes) == sorted(ORACLE_CASES), done.stdout[-3000:]
-    for case_id, verdict in outcomes.items():
-        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
-        assert verdict["e_base"] < 1e-2 and verdict["calibration_problem"] is None, case_id
+    assert_oracle_passes(tmp_path, "firedrake", ORACLE_CASES, max_error=1e-2)
