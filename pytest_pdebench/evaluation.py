@@ -148,7 +148,8 @@ class ItemRun:
     def prepare_item_dir(self) -> None:
         if self.item_dir.exists():
             shutil.rmtree(self.item_dir)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.item_dir.mkdir(parents=True)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)  # inside item_dir, or a track's persistent one
         self._write_inputs(self.item_dir)
 
     def _write_inputs(self, directory: Path) -> None:
