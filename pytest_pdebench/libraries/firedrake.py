@@ -13,11 +13,13 @@ kernels for another. Only the gated first run of an item can include a cold comp
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from . import PythonTrack, Runtime, RuntimeMissing, cache_root
 
+KEPT_KERNEL_CACHES = 256
 PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
 
 
@@ -57,7 +59,15 @@ class FiredrakeTrack(PythonTrack):
         return str(python)
 
     def kernel_cache(self, runtime: Runtime, submission_fingerprint: str) -> Path:
-        return cache_root() / "kernels" / f"firedrake-{runtime.version}" / submission_fingerprint
+        folder = cache_root() / "kernels" / f"firedrake-{runtime.version}"
+        if folder.is_dir():  # keep the most recently used submissions' kernels
+            kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
+            for old in kept[:-KEPT_KERNEL_CACHES]:
+                shutil.rmtree(old, ignore_errors=True)
+        path = folder / submission_fingerprint
+        if path.is_dir():
+            os.utime(path)
+        return path
 
     def _provisioned_env(self, info: dict) -> dict[str, str]:
         # <cache>/<key>/venv is the prefix; runtime.env sits in <cache>/<key>
