@@ -25,6 +25,7 @@ are compiled inside the sandbox like runs (no network, read-only system).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -183,8 +184,10 @@ def _probe_flags(directory: Path) -> tuple[list[str], list[str]]:
     return compile_flags, link_flags
 
 
+@functools.lru_cache(maxsize=1)
 def load_toolchain() -> Toolchain:
-    """The machine's deal.II toolchain, probed on first use; raises ToolchainError."""
+    """The machine's deal.II toolchain, probed on first use (once per process: it asks the
+    compiler for its version); raises ToolchainError."""
     dealii, compiler = dealii_version(), compiler_version()
     if not dealii:
         raise ToolchainError(f"deal.II is not installed (no {DEALII_CMAKE_DIR})")
