@@ -10,9 +10,13 @@ What is timed (the same for submissions and for the calibration baseline):
 * Compiled tracks (deal.II) build the program once per item before any run; that time
   is ``compile_sec``, never part of ``t_agent``.
 * The first run warms the form-compiler cache (per item; Firedrake: per submission,
-  persistent, see ``Track.kernel_cache``)
-  and its output is what the gates judge. Then ``--pde-runs N`` timed runs follow;
-  ``t_agent`` is their mean. The first run's time is reported as ``t_first_run``.
+  persistent, see ``Track.kernel_store``) and its output is what the gates judge. Then
+  ``--pde-runs N`` timed runs follow; ``t_agent`` is their mean. The first run's time
+  is reported as ``t_first_run``.
+* No run sees what an earlier run wrote, except compiled kernels: each has fresh
+  working and cache folders, and only files the track recognises as kernels pass from
+  the first run into the read-only kernel store (``kernel_cache.py``).
+* Outputs are read once, as regular files of the run's own folder (``run_files.py``).
 * Timed runs happen only for submissions that passed the accuracy gate.
 
 Each item leaves an audit directory: case_spec.json, the solver files, stdout.txt,
@@ -35,12 +39,16 @@ from . import gates, metrics
 from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_baseline
 from .cases import CaseRecord, agent_view
 from .grid import EvalGrid, valid_mask
+from .kernel_cache import Harvest, KernelCache, run_cache_folder
 from .libraries import detect_runtime, get_track
 from .reference import reference_fields
 from .sandbox import Limits, get_backend
 from .submissions import Submission
 
 VERDICT_FILE = "verdict.json"
+# bumped when what a verdict means changes (2: outputs read without links, kernel store),
+# so --pde-resume never reuses a verdict earned under older rules
+HARNESS_REVISION = 2
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class Verdict:
     compile_sec: float | None = None  # compiled tracks: not part of t_agent
     compile_cached: bool | None = None
     compile_pch: bool | None = None
+    cache_dropped: list[str] = field(default_factory=list)  # files the gated run cached that are no kernels
     timed_runs: list[float] = field(default_factory=list)
     rmse: float | None = None
     mae: float | None = None
@@ -117,7 +126,7 @@ def item_directory(settings: Settings, library: str, case_id: str) -> Path:
 
 
 def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:
-    payload = json.dumps([case_fingerprint(record), library, submission.fingerprint,
+    payload = json.dumps([HARNESS_REVISION, case_fingerprint(record), library, submission.fingerprint,
                           asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec,
                           settings.calibrate, settings.sandbox], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -141,15 +150,17 @@ class ItemRun:
         self.backend = get_backend(settings.sandbox)
         timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
         self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)
-        self.cache_dir = self.track.kernel_cache(self.runtime, submission.fingerprint) or item_dir / ".cache"
+        store = self.track.kernel_store(self.runtime, submission.fingerprint) or item_dir / ".kernels"
+        self.kernels = KernelCache(store, self.track.kernel_rules)
         self.count = 0
         self.executable: Path | None = None
+        self.harvest: Harvest | None = None
 
     def prepare_item_dir(self) -> None:
         if self.item_dir.exists():
             shutil.rmtree(self.item_dir)
         self.item_dir.mkdir(parents=True)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)  # inside item_dir, or a track's persistent one
+        self.kernels.store.mkdir(parents=True, exist_ok=True)  # inside item_dir, or a track's persistent one
         self._write_inputs(self.item_dir)
 
     def _write_inputs(self, directory: Path) -> None:
@@ -168,23 +179,35 @@ class ItemRun:
             (build_dir / name).write_bytes(content)
         result = self.track.build(self.runtime, self.submission.files, self.submission.solver_name, build_dir,
                                   self.backend, self.limits)
-        if result is not None and (build_dir / "compile.log").is_file():
-            shutil.copy2(build_dir / "compile.log", self.item_dir / "compile.log")
+        if result is not None and result.log is not None:
+            (self.item_dir / "compile.log").write_text(result.log)
         if result is not None and result.executable is not None:
             self.executable = result.executable
         return result
 
-    def run(self):
-        """One fresh run; returns (RunResult, its working directory)."""
+    def run(self, harvest_kernels: bool = False):
+        """One fresh run: its own working folder, and a cache folder holding only the stored
+        kernels (read-only). With ``harvest_kernels`` the kernels it compiled are kept for
+        later runs; anything else it wrote is gone with its folders. Returns (RunResult,
+        its working directory)."""
         self.count += 1
         workdir = self.item_dir / ".work" / str(self.count)
         workdir.mkdir(parents=True)
+        cache = run_cache_folder(self.item_dir / ".cache" / str(self.count))
         self._write_inputs(workdir)
-        request = self.track.run_request(self.runtime, self.submission.solver_name, workdir, self.cache_dir, self.limits)
-        return self.backend.run(request), workdir
+        request = self.track.run_request(self.runtime, self.submission.solver_name, workdir, cache, self.limits)
+        request.kernels = self.kernels.store
+        try:
+            self.kernels.prepare(cache, self.backend.paths(request)["kernels"])
+            result = self.backend.run(request)
+            if harvest_kernels:
+                self.harvest = self.kernels.harvest(cache)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        return result, workdir
 
     def cleanup(self) -> None:
-        for scratch in (".work", ".build", ".cache"):
+        for scratch in (".work", ".build", ".cache", ".kernels"):
             shutil.rmtree(self.item_dir / scratch, ignore_errors=True)
 
 
@@ -237,19 +260,21 @@ def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Se
         verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = build.seconds, build.cached, build.used_pch
         if build.failure:
             raise gates.exec_failure(build.failure)
-    result, workdir = runs.run()
+    result, workdir = runs.run(harvest_kernels=True)
     _keep_logs(result, runs.item_dir)
     verdict.t_first_run = result.solve_sec
+    verdict.cache_dropped = runs.harvest.dropped[:20]
     failure = result.failure_reason()
     if failure:
         raise gates.exec_failure(failure)
-    if runs.track.binary_outputs:
-        gates.binary_outputs_to_npz(workdir, record.case_spec.output.arrays, grid)
-    meta = gates.read_meta(workdir)
+    # outputs are read once, as regular files of the run folder; the audit copy is those bytes
+    names = record.case_spec.output.arrays
+    solution_bytes = gates.read_solution_file(workdir, names, grid, runs.track.binary_outputs)
+    meta, meta_bytes = gates.read_meta(workdir)
     verdict.solver_info = meta.get("solver_info") or {}
-    solution = gates.read_solution(workdir, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
-    for name in ("solution.npz", "meta.json"):
-        shutil.copy2(workdir / name, runs.item_dir / name)
+    solution = gates.read_solution(solution_bytes, names, grid.axis_names, grid.shape, valid)
+    (runs.item_dir / "solution.npz").write_bytes(solution_bytes)
+    (runs.item_dir / "meta.json").write_bytes(meta_bytes)
 
     # gate 2: accuracy against the reference
     verdict.reference_norm = float(np.linalg.norm(reference[valid]))

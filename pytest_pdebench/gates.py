@@ -7,12 +7,15 @@ The first gate that fails decides the outcome: F-Exec, F-Acc or F-Time.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from .run_files import UnsafeOutput, read_run_file
 
 
 class GateFailure(Exception):
@@ -27,12 +30,31 @@ def exec_failure(reason: str) -> GateFailure:
     return GateFailure("F-Exec", reason)
 
 
-def read_meta(workdir: Path) -> dict:
-    path = workdir / "meta.json"
-    if not path.is_file():
+META_CAP_BYTES = 1 << 20  # meta.json: a small JSON object
+NPZ_SLACK_BYTES = 1 << 20  # headers, axes and small extra arrays beside the solution
+
+
+def solution_cap_bytes(names: list[str], grid_shape: tuple[int, ...]) -> int:
+    """Largest solution.npz (and its unpacked members) accepted: float64 arrays of the grid
+    twice over plus slack; a larger file is not a solution of this case."""
+    return 2 * 8 * int(np.prod(grid_shape)) * max(len(names), 1) + NPZ_SLACK_BYTES
+
+
+def read_output(workdir: Path, name: str, max_bytes: int) -> bytes | None:
+    """A run output as bytes (None if absent); F-Exec for a link, FIFO, device or oversize file."""
+    try:
+        return read_run_file(workdir, name, max_bytes)
+    except UnsafeOutput as exc:
+        raise exec_failure(str(exc)) from None
+
+
+def read_meta(workdir: Path) -> tuple[dict, bytes]:
+    """meta.json checked against the contract: (its content, its bytes for the audit folder)."""
+    raw = read_output(workdir, "meta.json", META_CAP_BYTES)
+    if raw is None:
         raise exec_failure("meta.json is missing")
     try:
-        meta = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        meta = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as exc:
         raise exec_failure(f"meta.json is not valid JSON ({exc.msg})") from None
     if not isinstance(meta, dict):
@@ -44,46 +66,61 @@ def read_meta(workdir: Path) -> dict:
         raise exec_failure("meta.json lacks a status string")
     if "solver_info" in meta and not isinstance(meta["solver_info"], dict):
         raise exec_failure("meta.json solver_info must be an object")
-    return meta
+    return meta, raw
 
 
-def binary_outputs_to_npz(workdir: Path, names: list[str], grid) -> None:
-    """The deal.II track's alternative output (paper, Appendix J): raw float64 arrays in
-    row-major order of the grid's shape, ``solution_grid.bin`` for a single array or one
-    ``<name>.bin`` per array. Converted to solution.npz (axes from the grid) so that the
-    same checks apply; a solution.npz written by the program wins."""
-    if (workdir / "solution.npz").exists():
-        return
-    files = {name: workdir / f"{name}.bin" for name in names}
-    if len(names) == 1 and (workdir / "solution_grid.bin").is_file():
-        files = {names[0]: workdir / "solution_grid.bin"}
-    if not any(path.is_file() for path in files.values()):
-        return  # read_solution reports the missing output
-    arrays = {}
+def read_solution_file(workdir: Path, names: list[str], grid, binary_outputs: bool) -> bytes:
+    """The bytes of the run's solution.npz. Tracks with ``binary_outputs`` (deal.II, paper
+    Appendix J) may write raw float64 arrays in row-major order of the grid's shape instead,
+    ``solution_grid.bin`` for a single array or one ``<name>.bin`` per array; they are
+    packed into an .npz here (axes from the grid) so that the same checks apply. A
+    solution.npz written by the program wins."""
+    cap = solution_cap_bytes(names, grid.shape)
+    raw = read_output(workdir, "solution.npz", cap)
+    if raw is not None:
+        return raw
+    if binary_outputs:
+        arrays = _binary_outputs(workdir, names, grid)
+        if arrays is not None:
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays, **dict(zip(grid.axis_names, grid.axes)))
+            return buffer.getvalue()
+    raise exec_failure("solution.npz is missing")
+
+
+def _binary_outputs(workdir: Path, names: list[str], grid) -> dict | None:
     expected = int(np.prod(grid.shape))
-    for name, path in files.items():
-        if not path.is_file():
-            raise exec_failure(f"{path.name} is missing (binary output needs one file per array: "
-                               f"{', '.join(p.name for p in files.values())})")
-        size = path.stat().st_size
-        if size != expected * 8:
-            raise exec_failure(f"{path.name} holds {size} bytes = {size / 8:g} float64 values; the grid of shape "
-                               f"{grid.shape} needs {expected} ({expected * 8} bytes)")
-        arrays[name] = np.fromfile(path, dtype="<f8").reshape(grid.shape)
-    axes = dict(zip(grid.axis_names, grid.axes))
-    np.savez(workdir / "solution.npz", **arrays, **axes)
+    files = {name: f"{name}.bin" for name in names}
+    if len(names) == 1 and read_output(workdir, "solution_grid.bin", expected * 8 + NPZ_SLACK_BYTES) is not None:
+        files = {names[0]: "solution_grid.bin"}
+    contents = {name: read_output(workdir, file, expected * 8 + NPZ_SLACK_BYTES) for name, file in files.items()}
+    if all(raw is None for raw in contents.values()):
+        return None  # the caller reports the missing output
+    arrays = {}
+    for name, raw in contents.items():
+        if raw is None:
+            raise exec_failure(f"{files[name]} is missing (binary output needs one file per array: "
+                               f"{', '.join(files.values())})")
+        if len(raw) != expected * 8:
+            raise exec_failure(f"{files[name]} holds {len(raw)} bytes = {len(raw) / 8:g} float64 values; the grid "
+                               f"of shape {grid.shape} needs {expected} ({expected * 8} bytes)")
+        arrays[name] = np.frombuffer(raw, dtype="<f8").reshape(grid.shape)
+    return arrays
 
 
-def read_solution(workdir: Path, names: list[str], axis_names: tuple[str, ...], grid_shape: tuple[int, ...],
+def read_solution(raw: bytes, names: list[str], axis_names: tuple[str, ...], grid_shape: tuple[int, ...],
                   valid: np.ndarray) -> np.ndarray:
-    """Check solution.npz against the contract; return components stacked on the last axis."""
-    path = workdir / "solution.npz"
-    if not path.is_file():
-        raise exec_failure("solution.npz is missing")
+    """Check a solution.npz (its bytes) against the contract; return components stacked on
+    the last axis."""
+    cap = solution_cap_bytes(names, grid_shape)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:  # sizes first: no decompression bomb
+            unpacked = sum(member.file_size for member in archive.infolist())
+        if unpacked > cap:
+            raise exec_failure(f"solution.npz unpacks to {unpacked} bytes, over the {cap}-byte cap for this grid")
+        with np.load(io.BytesIO(raw), allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise exec_failure(f"solution.npz cannot be read as an .npz archive ({exc})") from None
     missing = [name for name in names + list(axis_names) if name not in arrays]
     if missing:

@@ -34,7 +34,8 @@ def test_toy_solver_importing_firedrake_passes_in_the_sandbox(tmp_path):
 def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_path):
     """No network (not even the host's loopback), no evaluator-only file, and the kernel
     cache of a submission outlives its item."""
-    from pytest_pdebench.libraries import cache_root, detect_runtime
+    from pytest_pdebench.libraries import detect_runtime
+    from pytest_pdebench.libraries.firedrake import kernel_store_root
     from pytest_pdebench.submissions import DirectorySource
     from pytest_pdebench.cases import CaseRecord
 
@@ -59,8 +60,12 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
     assert outcomes["toy_kernels"]["outcome"] == "PASS", (outcomes["toy_kernels"]["reason"], done.stdout[-2000:])
     record = CaseRecord.model_validate(record_dict(new_id="toy_kernels", nx=20, ny=20))
     submission = DirectorySource(submissions).submission_for(record, "firedrake", (".py",))
-    kernels = cache_root() / "kernels" / f"firedrake-{detect_runtime('firedrake').version}" / submission.fingerprint
-    assert kernels.is_dir() and any(kernels.rglob("*")), "no kernels kept for the submission"
+    kernels = kernel_store_root(detect_runtime("firedrake")) / submission.fingerprint
+    assert kernels.is_dir() and any(kernels.rglob("*.so")), "no kernels kept for the submission"
+    from pytest_pdebench.libraries.firedrake import KERNEL_RULES
+
+    kept = [path.relative_to(kernels).as_posix() for path in kernels.rglob("*") if path.is_file()]
+    assert all(any(rule.matches(name) for rule in KERNEL_RULES) for name in kept), kept  # no loopy sqlite, no memo
 
 
 # one case of the suite per Firedrake family (cheap ones; references included)

@@ -129,6 +129,8 @@ def test_resume_reuses_finished_verdicts(gate_run):
 
 def test_binary_outputs_become_solution_npz(tmp_path):
     """deal.II's alternative output: raw float64 per array, converted with the grid's axes."""
+    import io
+
     import numpy as np
 
     from pytest_pdebench import gates
@@ -137,11 +139,13 @@ def test_binary_outputs_become_solution_npz(tmp_path):
     grid = EvalGrid.from_spec({"nx": 4, "ny": 3, "bbox": [0, 1, 0, 2]})
     for name, value in (("u_x", 1.0), ("u_y", 2.0)):
         np.full(grid.shape, value).tofile(tmp_path / f"{name}.bin")
-    gates.binary_outputs_to_npz(tmp_path, ["u_x", "u_y"], grid)
-    with np.load(tmp_path / "solution.npz") as data:
+    raw = gates.read_solution_file(tmp_path, ["u_x", "u_y"], grid, binary_outputs=True)
+    with np.load(io.BytesIO(raw)) as data:
         assert data["u_y"].shape == (3, 4) and (data["u_y"] == 2.0).all()
         assert np.allclose(data["y"], [0, 1, 2])
-    (tmp_path / "solution.npz").unlink()
+    assert not (tmp_path / "solution.npz").exists()  # nothing is written into the run folder
     (tmp_path / "u_y.bin").unlink()
     with pytest.raises(gates.GateFailure, match="u_y.bin is missing"):
-        gates.binary_outputs_to_npz(tmp_path, ["u_x", "u_y"], grid)
+        gates.read_solution_file(tmp_path, ["u_x", "u_y"], grid, binary_outputs=True)
+    with pytest.raises(gates.GateFailure, match="solution.npz is missing"):
+        gates.read_solution_file(tmp_path, ["u_x", "u_y"], grid, binary_outputs=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +32,9 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     importlib.import_module("mpi4py.MPI")  # loads libmpi before dolfinx
     common = importlib.import_module("_oracle_common")
     module = importlib.import_module(family)
+    # PETSc's initialisation resets SIGPIPE to its default: a later write to a closed socket
+    # (an HTTP client in the same process) would then kill the process instead of raising
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sized = importlib.import_module("_flow") if family in FLOWS else module
     base = (sized.CELLS_PER_LENGTH, sized.CELLS_PER_LENGTH_3D, common.DT_MAX)
     sized.CELLS_PER_LENGTH = round(base[0] * level)

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..kernel_cache import KernelRule
 from ..sandbox import RunRequest
 
 
@@ -46,6 +47,7 @@ class BuildResult:
     cached: bool
     used_pch: bool
     failure: str | None = None
+    log: str | None = None  # the compiler's output (from its pipes, never a file of the build)
 
 
 class Track:
@@ -59,9 +61,13 @@ class Track:
         """Compile the submission once per item (None: nothing to build)."""
         return None
 
-    def kernel_cache(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
-        """A persistent cache for generated code shared by the runs of one submission
-        (byte-identical files) across items and sessions; None: one cache per item."""
+    # which files of a run's cache folder are compiled kernels (see kernel_cache.py);
+    # none: nothing a run writes reaches another run
+    kernel_rules: tuple[KernelRule, ...] = ()
+
+    def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
+        """A persistent kernel store shared by the runs of one submission (byte-identical
+        files) across items and sessions; None: one store per item."""
         return None
 
     def detect(self) -> Runtime:

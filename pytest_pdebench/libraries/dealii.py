@@ -17,6 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
 from . import BuildResult, Runtime, RuntimeMissing, Track, thread_env
 from .cxx_toolchain import COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, ToolchainError, first_errors, load_toolchain
@@ -60,11 +61,11 @@ class DealiiTrack(Track):
             request = RunRequest(toolchain.compile_command(sources, EXECUTABLE, with_pch), build_dir,
                                  build_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], compile_limits)
             result = backend.run(request)
-            (build_dir / "compile.log").write_text(result.stdout + result.stderr)
-            if result.returncode == 0 and (build_dir / EXECUTABLE).is_file():
+            log = result.stdout + result.stderr
+            if result.returncode == 0 and regular_file_or_none(build_dir / EXECUTABLE):  # never a link
                 toolchain.store_binary(key, build_dir / EXECUTABLE)
                 return BuildResult(build_dir / EXECUTABLE, time.perf_counter() - started, cached=False,
-                                   used_pch=with_pch)
+                                   used_pch=with_pch, log=log)
             if result.timed_out:
                 break  # without the PCH it would only be slower
         elapsed = time.perf_counter() - started
@@ -72,7 +73,7 @@ class DealiiTrack(Track):
             reason = f"compilation timed out after {COMPILE_TIMEOUT_SEC:.0f} s"
         else:
             reason = "compile error: " + (first_errors(result.stderr) or result.failure_reason() or "no output")
-        return BuildResult(None, elapsed, cached=False, used_pch=False, failure=reason)
+        return BuildResult(None, elapsed, cached=False, used_pch=False, failure=reason, log=log)
 
     def sandbox_env(self) -> dict[str, str]:
         return {

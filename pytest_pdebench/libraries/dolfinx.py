@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..kernel_cache import KernelRule
 from . import PythonTrack
+
+# FFCx (XDG_CACHE_HOME/fenics): per form module a shared library, its C source and a
+# build log whose presence says "compiled"; only the library's content is needed
+_FFCX_MODULE = r"fenics/libffcx_(forms|expressions|elements)_[0-9a-f]{40}"
 
 
 class DolfinxTrack(PythonTrack):
@@ -14,6 +19,8 @@ class DolfinxTrack(PythonTrack):
     probe_modules = "mpi4py.MPI, dolfinx"
     version_expr = "dolfinx.__version__"
     preload = "mpi4py.MPI,numpy,dolfinx,dolfinx.fem.petsc,ufl,basix"
+    kernel_rules = (KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
+                    KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"))
     install_hint = (
         "Install DOLFINx 0.11 into a Python 3.12 environment with "
         "`pip install dolfinx-solver-real gmsh` (or run `make setup`), and run pytest from that "

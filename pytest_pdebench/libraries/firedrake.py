@@ -4,7 +4,7 @@
 The runtime is the provisioned venv (or ``$PDEBENCH_FIREDRAKE_PYTHON``); its prefix, the
 Python it was made from and the PETSc it links are mounted read-only in the sandbox.
 Generated code (TSFC, loopy, PyOP2) goes to a persistent cache per submission
-(``~/.cache/pytest-pdebench/kernels/firedrake-<version>/<submission sha>``): runs of the
+(``~/.cache/pytest-pdebench/kernel-stores/firedrake-<version>/<submission sha>``): runs of the
 same solver files reuse kernels across items and sessions, and no submission can plant
 kernels for another. Only the gated first run of an item can include a cold compile;
 ``t_agent`` is measured on the runs after it.
@@ -17,10 +17,30 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..kernel_cache import KernelRule
 from . import PythonTrack, Runtime, RuntimeMissing, cache_root
 
 KEPT_KERNEL_CACHES = 256
+# FIREDRAKE_CACHE_DIR: PyOP2 keeps each kernel as a shared library and its generated C code
+# (a pickled str); TSFC keeps compiled forms as pickled kernel objects (loopy programs).
+# loopy's own sqlite caches (pytools/) are not needed once those hit, and are not kept.
+_ENTRY = r"[0-9a-f]{2}/[0-9a-f]{30}"
+KERNEL_RULES = (
+    KernelRule(rf"pyop2/{_ENTRY}\.so", "elf"),
+    KernelRule(rf"pyop2/{_ENTRY}\.pickle", "pickle", max_bytes=4 << 20),
+    KernelRule(rf"tsfc/{_ENTRY}\.pickle", "pickle", max_bytes=4 << 20,
+               pickle_top=("firedrake.tsfc_interface.SplitKernel", "tsfc.kernel_interface.firedrake_loopy.Kernel",
+                           "tsfc.kernel_interface.firedrake_loopy.ExpressionKernel"),
+               pickle_roots=("firedrake", "tsfc", "pyop2", "loopy", "pymbolic", "islpy", "pytools", "numpy",
+                             "constantdict", "immutabledict", "gem", "finat", "FIAT", "ufl", "builtins")),
+)
 PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
+
+
+def kernel_store_root(runtime: Runtime) -> Path:
+    """Where the per-submission kernel stores live. ``kernel-stores`` (not the ``kernels``
+    of earlier versions, whose folders held anything a run wrote: never read again)."""
+    return cache_root() / "kernel-stores" / f"firedrake-{runtime.version}"
 
 
 def provisioned_python() -> Path | None:
@@ -47,6 +67,7 @@ class FiredrakeTrack(PythonTrack):
     probe_modules = "firedrake, importlib.metadata"
     version_expr = "importlib.metadata.version('firedrake')"
     preload = "mpi4py.MPI,numpy,petsc4py.PETSc,firedrake"
+    kernel_rules = KERNEL_RULES
     install_hint = ("Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
                     "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
                     "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
@@ -58,8 +79,8 @@ class FiredrakeTrack(PythonTrack):
             raise RuntimeMissing(f"firedrake runtime not found. {self.install_hint}")
         return str(python)
 
-    def kernel_cache(self, runtime: Runtime, submission_fingerprint: str) -> Path:
-        folder = cache_root() / "kernels" / f"firedrake-{runtime.version}"
+    def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path:
+        folder = kernel_store_root(runtime)
         if folder.is_dir():  # keep the most recently used submissions' kernels
             kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
             for old in kept[:-KEPT_KERNEL_CACHES]:
@@ -80,7 +101,7 @@ class FiredrakeTrack(PythonTrack):
     def extra_env(self, info: dict) -> dict[str, str]:
         return {
             **self._provisioned_env(info),
-            "FIREDRAKE_CACHE_DIR": "{cache}",  # TSFC and PyOP2 kernels (see kernel_cache)
+            "FIREDRAKE_CACHE_DIR": "{cache}",  # TSFC and PyOP2 kernels (see kernel_store)
             "OMP_NUM_THREADS": "1",
             # Open MPI in a network-less namespace: a singleton that does not look for peers
             "OMPI_MCA_ess_singleton_isolated": "1",

@@ -1,13 +1,14 @@
 """Running a solver in isolation: one process tree, limits, a timeout that kills it.
 
 A ``RunRequest`` says what to run (argv and environment, with ``{work}``,
-``{cache}`` and ``{harness}`` placeholders for the paths the solver sees), which
-host directories it may read, and its limits. A backend turns it into a
+``{cache}``, ``{kernels}`` and ``{harness}`` placeholders for the paths the solver
+sees), which host directories it may read, and its limits. A backend turns it into a
 ``RunResult``:
 
 - ``bubblewrap`` (default): a fresh user, pid, network, ipc and uts namespace as the
-  unprivileged uid 65534; only /usr, the track's runtime (read-only), the run's
-  working directory and its compile cache (read-write) exist inside.
+  unprivileged uid 65534; only /usr, the track's runtime and the kernel store
+  (read-only), the run's working directory and its own cache folder (read-write)
+  exist inside.
 - ``unsandboxed``: a plain child process in its own session, for machines without
   bubblewrap; chosen only by ``--pde-sandbox=none`` and announced with a warning.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -60,6 +62,7 @@ class RunRequest:
     env: dict[str, str] = field(default_factory=dict)
     read_only: list[Path] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
+    kernels: Path | None = None  # compiled kernels, mounted read-only (see kernel_cache.py)
 
 
 @dataclass
@@ -166,6 +169,33 @@ class _Marker(threading.Thread):
                 self.time = time.perf_counter()
 
 
+def _wait_for_exit(process: subprocess.Popen, timeout: float) -> bool:
+    """Wait until the process has exited, without reaping it; False on timeout.
+
+    A pidfd wakes us the moment the process exits (Popen.wait with a timeout polls, with
+    sleeps of up to 50 ms: that much noise at the end of the timed window)."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel): Popen's polling wait
+        try:
+            process.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        deadline = time.perf_counter() + timeout
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return False
+            if poller.poll(max(1, int(remaining * 1000))):
+                return True
+    finally:
+        os.close(pidfd)
+
+
 def _set_limits(limits: Limits):
     def apply():
         memory = limits.memory_mb * 1024 * 1024
@@ -179,7 +209,7 @@ def _set_limits(limits: Limits):
 
 class Backend:
     name = "base"
-    work, cache, harness = "", "", ""
+    work, cache, kernels, harness = "", "", "", ""
 
     def available(self) -> str | None:
         """None when usable, else a message saying what to install."""
@@ -189,7 +219,7 @@ class Backend:
         raise NotImplementedError
 
     def paths(self, request: RunRequest) -> dict[str, str]:
-        return {"work": self.work, "cache": self.cache, "harness": self.harness}
+        return {"work": self.work, "cache": self.cache, "kernels": self.kernels, "harness": self.harness}
 
     def run(self, request: RunRequest) -> RunResult:
         paths = self.paths(request)
@@ -213,16 +243,11 @@ class Backend:
         marker, out, err = _Marker(read_fd), _CappedStream(process.stdout), _CappedStream(process.stderr)
         for thread in (marker, out, err):
             thread.start()
-        timed_out = False
         try:
-            process.wait(timeout=request.limits.timeout_sec)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self.kill(process)
-        except BaseException:  # KeyboardInterrupt: leave nothing running behind us
-            self.kill(process)
-            raise
-        end = time.perf_counter()
+            timed_out = not _wait_for_exit(process, request.limits.timeout_sec)
+            end = time.perf_counter()
+        finally:  # also on KeyboardInterrupt: leave nothing running behind us
+            self.kill(process)  # the whole group: a child left behind cannot touch the outputs later
         for thread in (out, err):
             thread.join(timeout=10)
         marker.join(timeout=1)
@@ -232,9 +257,11 @@ class Backend:
         return result
 
     def kill(self, process: subprocess.Popen) -> None:
+        """SIGKILL to the run's process group, then reap its leader. The leader is not
+        reaped before, so its id still names this group and no other."""
         try:
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
         process.wait()
 
@@ -244,7 +271,7 @@ class Backend:
 
 class BubblewrapBackend(Backend):
     name = "bubblewrap"
-    work, cache, harness = "/sandbox/work", "/sandbox/cache", "/sandbox/harness"
+    work, cache, kernels, harness = "/sandbox/work", "/sandbox/cache", "/sandbox/kernels", "/sandbox/harness"
 
     def __init__(self, executable: str | None = None):
         self.executable = executable or shutil.which("bwrap")
@@ -279,6 +306,10 @@ class BubblewrapBackend(Backend):
             "--ro-bind", str(RUNNER), f"{self.harness}/runner.py",
             "--bind", str(request.workdir.resolve()), self.work,
             "--bind", str(request.cache_dir.resolve()), self.cache,
+        ]
+        if request.kernels is not None:
+            command += ["--ro-bind", str(request.kernels.resolve()), self.kernels]
+        command += [
             "--remount-ro", "/",  # bwrap's own root tmpfs: no scratch space outside the mounts
             "--chdir", self.work,
         ]
@@ -297,8 +328,9 @@ class UnsandboxedBackend(Backend):
     name = "none"
 
     def paths(self, request):
+        kernels = str(request.kernels.resolve()) if request.kernels is not None else ""
         return {"work": str(request.workdir.resolve()), "cache": str(request.cache_dir.resolve()),
-                "harness": str(HARNESS_DIR)}
+                "kernels": kernels, "harness": str(HARNESS_DIR)}
 
     def wrap(self, request, argv, env):
         return argv, env, str(request.workdir)

@@ -1,0 +1,225 @@
+"""Compiled kernels shared between runs, and nothing else.
+
+Form compilers (FFCx for DOLFINx, TSFC/PyOP2 for Firedrake) write generated C and
+shared libraries into a cache folder the first time they meet a form; later runs load
+them instead of compiling again. The same folder would let a submission carry anything
+from one run to the next (an answer saved by the gated run and read back by the timed
+runs), so the cache a run sees is built by the harness:
+
+* The *store* holds the kernels; no run can write it. Each run gets an empty cache
+  folder of its own in which every stored file appears as a symbolic link into the
+  store, which the sandbox mounts read-only (``{kernels}``).
+* After the gated run of an item, files that run wrote into its cache folder are
+  *harvested* into the store only if the track's ``KernelRule``s recognise them: a form
+  compiler's file name, and the right type (a whole ELF shared object under a size cap;
+  a marker or source whose content is not needed, stored empty; a pickle of the form
+  compiler's own classes, checked without unpickling). Everything else is dropped.
+* The timed runs see the store as it then is; what they write is discarded.
+
+What a kept kernel can still carry is what such a file can hold: a submission that
+compiles its own library, or builds the form compiler's own objects around its data,
+under a form compiler's file name could hide data in it. The README's threat model says
+so.
+"""
+
+from __future__ import annotations
+
+import os
+import pickletools
+import re
+import stat
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ELF_MAGIC = b"\x7fELF"
+ET_DYN = 3
+INCOMING_PREFIX = ".incoming-"  # a harvest in progress (or interrupted): never linked
+
+
+@dataclass(frozen=True)
+class KernelRule:
+    """Which cache files are compiled kernels: a pattern on the path relative to the
+    cache folder, and how the file is kept:
+
+    * ``elf``: a whole ELF shared object, copied;
+    * ``empty``: a marker or source file whose presence is what counts, stored empty;
+    * ``pickle``: a pickle stream (never unpickled here) whose first class is one of
+      ``pickle_top`` (none: the stream is a single string) and whose every class comes
+      from a module under ``pickle_roots``; copied.
+    """
+
+    pattern: str
+    keep: str
+    max_bytes: int = 16 << 20
+    pickle_top: tuple[str, ...] = ()
+    pickle_roots: tuple[str, ...] = ()
+
+    def matches(self, relative: str) -> bool:
+        return re.fullmatch(self.pattern, relative) is not None
+
+    def accepts(self, content: bytes) -> bool:
+        if len(content) > self.max_bytes:
+            return False
+        if self.keep == "elf":
+            return is_shared_object(content)
+        if self.keep == "pickle":
+            return self._accepts_pickle(content)
+        return self.keep == "empty"
+
+    def _accepts_pickle(self, content: bytes) -> bool:
+        classes = pickle_classes(content)
+        if classes is None:
+            return False
+        if not self.pickle_top:
+            return classes == [] and is_pickled_string(content)
+        return (bool(classes) and classes[0] in self.pickle_top
+                and all(name.split(".")[0] in self.pickle_roots for name in classes))
+
+
+_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
+
+
+def pickle_classes(content: bytes) -> list[str] | None:
+    """The dotted names of the classes and functions a pickle refers to, in order; None if
+    the bytes are not one complete pickle stream. Read with pickletools: nothing runs."""
+    memo: dict[int, object] = {}
+    strings: list[object] = []
+    names: list[str] = []
+    end = -1
+    try:
+        for op, arg, position in pickletools.genops(content):
+            if op.name in _STRING_OPS:
+                strings.append(arg)
+            elif op.name == "MEMOIZE":
+                memo[len(memo)] = strings[-1] if strings else None
+            elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+                strings.append(memo.get(arg))
+            elif op.name in ("GLOBAL", "INST"):
+                names.append(str(arg).replace(" ", "."))
+            elif op.name == "STACK_GLOBAL":
+                names.append(f"{strings[-2]}.{strings[-1]}" if len(strings) >= 2 else "?")
+            elif op.name == "STOP":
+                end = position + 1
+    except (ValueError, IndexError, KeyError):
+        return None
+    return names if end == len(content) else None
+
+
+def is_pickled_string(content: bytes) -> bool:
+    """One str and nothing else (PyOP2 keeps generated C code so)."""
+    allowed = _STRING_OPS | {"PROTO", "FRAME", "MEMOIZE", "STOP"}
+    try:
+        ops = [op.name for op, arg, position in pickletools.genops(content)]
+    except ValueError:
+        return False
+    return set(ops) <= allowed and sum(name in _STRING_OPS for name in ops) == 1
+
+
+@dataclass
+class Harvest:
+    kept: int = 0
+    dropped: list[str] = field(default_factory=list)
+
+    def note_drop(self, relative: str) -> None:
+        self.dropped.append(relative)
+
+
+def _rule_for(rules: tuple[KernelRule, ...], relative: str) -> KernelRule | None:
+    return next((rule for rule in rules if rule.matches(relative)), None)
+
+
+def is_shared_object(content: bytes) -> bool:
+    """A whole ELF64 shared object as a compiler writes it: the header says so, and the
+    section header table ends the file (bytes put before or after a library, or a file
+    that only starts with the magic, do not pass)."""
+    if len(content) < 64 or not content.startswith(ELF_MAGIC) or content[4] != 2 or content[5] != 1:
+        return False  # not ELF, not 64-bit, not little-endian
+    e_type, = struct.unpack_from("<H", content, 16)
+    e_shoff, = struct.unpack_from("<Q", content, 40)
+    e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from("<HHHHH", content, 52)
+    return (e_type == ET_DYN and e_ehsize == 64 and e_shentsize == 64 and e_shnum > 0
+            and e_shoff + e_shnum * e_shentsize == len(content))
+
+
+def _open_regular(path: Path, max_bytes: int) -> int | None:
+    """A descriptor on ``path`` if it is a regular file (not a link) of at most max_bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_size <= max_bytes:
+        return fd
+    os.close(fd)
+    return None
+
+
+def run_cache_folder(fallback: Path) -> Path:
+    """A new, empty folder for one run's cache: on tmpfs (/dev/shm) where there is one,
+    since a store of thousands of kernels means thousands of links per run, 75x faster to
+    make there than on this machine's disk; else ``fallback``."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return Path(tempfile.mkdtemp(prefix="pytest-pdebench-cache-", dir=shm))
+    fallback.mkdir(parents=True)
+    return fallback
+
+
+class KernelCache:
+    """The kernel store of one submission on one runtime (or of one item), and the
+    per-run cache folders made from it."""
+
+    def __init__(self, store: Path, rules: tuple[KernelRule, ...]):
+        self.store, self.rules = Path(store), rules
+
+    def prepare(self, run_cache: Path, store_seen_as: str) -> None:
+        """An empty ``run_cache`` holding a link to every stored kernel, each pointing at
+        ``store_seen_as`` (where the run sees the store mounted read-only). Plain strings
+        rather than Path objects: a store may hold thousands of files."""
+        os.makedirs(run_cache, exist_ok=True)
+        store = str(self.store)
+        for folder, subfolders, files in os.walk(store):
+            relative_folder = os.path.relpath(folder, store)
+            relative_folder = "" if relative_folder == "." else relative_folder + "/"
+            if relative_folder:
+                os.makedirs(f"{run_cache}/{relative_folder}", exist_ok=True)
+            for name in files:  # only what the rules admit, should a store hold anything else
+                if not name.startswith(INCOMING_PREFIX) and _rule_for(self.rules, relative_folder + name):
+                    os.symlink(f"{store_seen_as}/{relative_folder}{name}", f"{run_cache}/{relative_folder}{name}")
+
+    def harvest(self, run_cache: Path) -> Harvest:
+        """Copy the kernels a run compiled into the store; drop everything else."""
+        harvest = Harvest()
+        root = str(run_cache)
+        for folder, subfolders, files in os.walk(root):  # os.walk does not follow links
+            for name in files:
+                path = os.path.join(folder, name)
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    continue  # a stored kernel, or a link the run made: never followed
+                relative = os.path.relpath(path, root)
+                rule = _rule_for(self.rules, relative)
+                fd = _open_regular(path, rule.max_bytes) if rule else None  # a FIFO or folder is no kernel
+                if fd is None:
+                    harvest.note_drop(relative)
+                    continue
+                with os.fdopen(fd, "rb") as source:
+                    content = source.read(rule.max_bytes + 1) if rule.keep != "empty" else b""
+                if not rule.accepts(content):
+                    harvest.note_drop(relative)
+                    continue
+                self._store(relative, content)
+                harvest.kept += 1
+        return harvest
+
+    def _store(self, relative: str, content: bytes) -> None:
+        target = self.store / relative
+        if target.exists():
+            return  # first writer wins: a stored kernel is never replaced by a run
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=INCOMING_PREFIX)
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
