@@ -135,11 +135,14 @@ def _shapes(rng: np.random.Generator, family: str, params: dict, geometry, insid
         X, Y = x - centre[0], y - centre[1]
         a, b, c = (_coefficient(v) for v in rng.uniform(-1, 1, 3))
         yield a * (X ** 2 - Y ** 2) + b * X * Y + c * (X ** 3 - 3 * X * Y ** 2) + 1
-    if family == "helmholtz" and len(periodic) < 2 and geometry.dim == 2:
+    if family == "helmholtz" and len(periodic) < 2:
         # across a periodic direction the wave runs along it: constant in that direction
-        angle = {"x": math.pi / 2, "y": 0.0}.get("".join(periodic), rng.uniform(0, 2 * math.pi))
         k = float(params["k"])
-        yield sp.cos(_coefficient(k * math.cos(angle)) * x + _coefficient(k * math.sin(angle)) * y
+        direction = rng.normal(size=geometry.dim)
+        for axis in periodic:
+            direction["xyz".index(axis)] = 0.0
+        direction /= np.linalg.norm(direction)
+        yield sp.cos(sum(_coefficient(k * d) * c for d, c in zip(direction, COORDS))
                      + _coefficient(rng.uniform(0, 2 * math.pi)))
 
 
