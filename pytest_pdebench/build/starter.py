@@ -277,7 +277,9 @@ class _Hiding:
         self.bumped = bumped is not solution
         u = bumped["u"]
         text = expression_to_string
-        self.design = dataclasses.replace(design, u=tuple(text(c) for c in u) if isinstance(u, list) else text(u))
+        if self.bumped:  # an untouched solution keeps its text (0.3 stays 0.3, not 3/10)
+            design = dataclasses.replace(design, u=tuple(text(c) for c in u) if isinstance(u, list) else text(u))
+        self.design = design
         self.targets = leaks.output_columns(hiding._values(u, self.sample.points, self.sample.t_end), self.names)
 
     def hide(self, bc: dict) -> None:
