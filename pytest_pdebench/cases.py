@@ -185,6 +185,9 @@ class EvaluationMetadata(Strict):
     reference_path: Optional[str] = None
     calibration_path: Optional[str] = None
     thresholds: dict[Library, Thresholds] = Field(default_factory=dict)
+    # 2: the agent-visible data differ from the exact solution (issue 11), checked by
+    # --pde-validate; absent: built before that (boundary data = the exact solution)
+    data_revision: Optional[int] = Field(default=None, ge=1)
 
 
 class Tags(Strict):

@@ -12,6 +12,8 @@
                                             exact solution (needs DOLFINx)
     pdebench calibration-summary            e_base, tau_acc and t_base distributions
     pdebench build-suite                    the full suite from build/design_matrix.toml
+    pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
+                                            away, and what solvers that solve nothing pass
     pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
     pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
                                             run per registry model
@@ -163,6 +165,38 @@ def _build_suite(args) -> int:
     return 0
 
 
+def _leak_audit(args) -> int:
+    from collections import Counter
+
+    from tabulate import tabulate
+
+    from .leaks import DISHONEST_SOLVERS, LEAK_DISTANCE, dishonest_errors, leak_problems, manufactured
+
+    counts: dict[str, Counter] = {}
+    untuned = 0
+    for record in _records(args.cases):
+        if not manufactured(record):
+            continue
+        row = counts.setdefault(record.family, Counter())
+        row["manufactured"] += 1
+        thresholds = record.evaluation_metadata.thresholds.get(args.library)
+        untuned += thresholds is None
+        tau = thresholds.tau_acc if thresholds else LEAK_DISTANCE
+        for solver, error in dishonest_errors(record).items():
+            row[solver] += error <= tau
+        row["leaking"] += bool(leak_problems(record))
+    columns = ["manufactured", *DISHONEST_SOLVERS, "leaking"]
+    total = sum(counts.values(), Counter())
+    rows = [[family, *(row[c] for c in columns)] for family, row in sorted(counts.items())]
+    print(tabulate(rows + [["all", *(total[c] for c in columns)]],
+                   headers=["family", "manufactured", *(f"{s} passes" for s in DISHONEST_SOLVERS), "leaking"],
+                   tablefmt=args.format))
+    print(f"\npasses: the evaluator's error <= the record's {args.library} tau_acc"
+          + (f" ({untuned} records without one: <= {LEAK_DISTANCE})" if untuned else "")
+          + f"; leaking: rejected by the leak check of --pde-validate (leaks.py)")
+    return 0
+
+
 def _calibration_summary(args) -> int:
     from .calibration import Alphas, CalibrationStore
     from .cases import load_cases
@@ -289,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--calibrations", default="calibrations")
     summary.add_argument("--format", default="simple")
     summary.set_defaults(func=_calibration_summary)
+
+    audit = commands.add_parser("leak-audit", help="records whose agent-visible data give the answer away")
+    audit.add_argument("cases")
+    audit.add_argument("--library", default="dolfinx", help="whose tau_acc decides a pass")
+    audit.add_argument("--format", default="simple")
+    audit.set_defaults(func=_leak_audit)
 
     references = commands.add_parser("build-references", help="numerical references (needs DOLFINx)")
     references.add_argument("cases")

@@ -229,6 +229,19 @@ def check_manufactured_solution(record: CaseRecord) -> str | None:
     return None
 
 
+def check_leaks(record: CaseRecord) -> str | None:
+    """No agent-visible data field (or a multiple of it) is the answer, and returning the
+    initial condition fails by far (leaks.py). Applies from data_revision 2 on; records
+    built before (and the starter suite's smoke case) predate the rule."""
+    from .leaks import leak_problems
+
+    meta = record.evaluation_metadata
+    if (meta.data_revision or 1) < 2 or "smoke_case" in record.tags.structure:
+        return None
+    problems = leak_problems(record)
+    return "; ".join(problems) if problems else None
+
+
 def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     meta = record.evaluation_metadata
     if meta.construction_method == "reference_numerical" and meta.reference_path:
@@ -259,6 +272,7 @@ STATIC_CHECKS: dict[str, Callable] = {
     "periodicity": check_periodicity,
     "evaluation grid": check_grid,
     "manufactured solution": check_manufactured_solution,
+    "leaks": check_leaks,
     "reference": check_reference,
 }
 

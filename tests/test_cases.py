@@ -88,7 +88,10 @@ def test_agent_view_holds_only_case_spec_and_library():
 
 def test_committed_cases_are_the_generated_starter_suite():
     committed = {r.id: r for _, _, r in load_cases(STARTER / "starter.jsonl")}
-    generated = {r.id: r for r in starter_records()}
+    # the committed file holds data revision 1 until it is regenerated with a recalibration
+    # (issue 11); then this compares with starter_records()
+    revisions = {r.evaluation_metadata.data_revision for r in committed.values()}
+    generated = {r.id: r for r in starter_records(hide_solution=revisions != {None})}
     assert committed.keys() == generated.keys()
     built_later = {"evaluation_metadata": {"thresholds", "reference_path", "reference_config"}}
     for case_id, record in generated.items():
@@ -122,18 +125,29 @@ def test_manufactured_solution_satisfies_the_stored_pde(record):
 
 @pytest.mark.parametrize("record", MANUFACTURED, ids=lambda r: r.id)
 def test_boundary_and_initial_data_match_the_exact_solution(record):
-    from pytest_pdebench.expressions import parse_expression, t
+    """Dirichlet data is the exact solution on the boundary parts it applies to (inside
+    the domain, data of revision 2 differ from it: issue 11); the initial data is u(t0)."""
+    import numpy as np
 
-    def parsed(value):
-        return [parse_expression(v) for v in value] if isinstance(value, list) else [parse_expression(value)]
+    from pytest_pdebench.boundaries import boundary_points
+    from pytest_pdebench.domains import resolve_geometry
+    from pytest_pdebench.expressions import evaluate, parse_expression, t
 
-    exact = parsed(record.evaluation_metadata.manufactured_solution["u"])
+    exact = record.evaluation_metadata.manufactured_solution["u"]
+    exact = exact if isinstance(exact, list) else [exact]
     spec = record.case_spec
+    geometry = resolve_geometry(record.case_spec_dict()["domain"])
+    times = (spec.pde.time.t0, spec.pde.time.t_end) if spec.pde.time else (0.0,)
     for condition in spec.bc.conditions("dirichlet"):
-        assert all((g - u).simplify() == 0 for g, u in zip(parsed(condition.value), exact, strict=True))
+        values = condition.value if isinstance(condition.value, list) else [condition.value]
+        points = np.concatenate([boundary_points(geometry, tag, 12) for tag in condition.tags])
+        for g, u in zip(values, exact, strict=True):
+            for when in times:
+                want = evaluate(u, points, when)
+                assert np.allclose(evaluate(g, points, when), want, rtol=1e-9, atol=1e-9 * (1 + np.abs(want).max()))
     if spec.ic:
         t0 = spec.pde.time.t0
-        assert (parse_expression(spec.ic.value) - exact[0].subs(t, t0)).simplify() == 0
+        assert (parse_expression(spec.ic.value) - parse_expression(exact[0]).subs(t, t0)).simplify() == 0
 
 
 def test_numerical_reference_cases_have_their_files():

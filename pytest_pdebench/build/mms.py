@@ -7,6 +7,8 @@ itself goes only to ``evaluation_metadata.manufactured_solution``.
 
 from __future__ import annotations
 
+import contextlib
+
 import sympy as sp
 
 from .. import pdes
@@ -18,6 +20,22 @@ SIMPLIFY_LIMIT = 130  # operations (the starter suite's largest forcing has 125)
 FLUX_COEFFICIENT, SIDE_NORMALS = pdes.FLUX_COEFFICIENT, pdes.SIDE_NORMALS
 
 
+@contextlib.contextmanager
+def simplify_limit(limit: int):
+    """Simplify only expressions of at most ``limit`` operations inside the block."""
+    global SIMPLIFY_LIMIT
+    saved, SIMPLIFY_LIMIT = SIMPLIFY_LIMIT, limit
+    try:
+        yield
+    finally:
+        SIMPLIFY_LIMIT = saved
+
+
+def simplified(expr: sp.Expr) -> sp.Expr:
+    # simplify() is worth its (super-linear) cost only on small expressions
+    return sp.simplify(expr) if sp.count_ops(expr) <= SIMPLIFY_LIMIT else expr
+
+
 def text(expr: sp.Expr) -> str:
     """Simplified record form, checked to parse back to the same values (floats in the
     data make an exact symbolic comparison fail on rounding alone)."""
@@ -25,13 +43,12 @@ def text(expr: sp.Expr) -> str:
 
     from ..expressions import evaluate
 
-    # simplify() is worth its (super-linear) cost only on small expressions
-    simplified = sp.simplify(expr) if sp.count_ops(expr) <= SIMPLIFY_LIMIT else expr
-    rendered = expression_to_string(simplified)
+    simple = simplified(expr)
+    rendered = expression_to_string(simple)
     points = np.random.default_rng(0).uniform(-1, 1, size=(20, 3))
-    expected = np.broadcast_to(np.asarray(sp.lambdify(COORDS_T, simplified, "numpy")(*points.T, 0.3), float), (20,))
+    expected = np.broadcast_to(np.asarray(sp.lambdify(COORDS_T, simple, "numpy")(*points.T, 0.3), float), (20,))
     if not np.allclose(evaluate(rendered, points, 0.3), expected, rtol=1e-12, atol=1e-12):
-        raise AssertionError(f"{rendered!r} does not evaluate like {simplified}")
+        raise AssertionError(f"{rendered!r} does not evaluate like {simple}")
     return rendered
 
 
@@ -57,7 +74,7 @@ def _side_data(family: str, params: dict, u: str, dim: int, sides: tuple[str, ..
     solution = parse_expression(u)
     gradient = pdes.grad(solution, dim)
     extra = parse_expression(alpha) * solution if alpha is not None else 0
-    values = {sp.simplify(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])) + extra)
+    values = {simplified(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])) + extra)
               for side in sides}
     if len(values) != 1:
         raise ValueError(f"the boundary data differs between sides {list(sides)}: give them one side at a time")

@@ -5,6 +5,7 @@ covers, on five 2-D domains and the unit cube. Written to ``tests/cases/starter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ class Design:
     forcing: str | tuple[str, ...] = "0"
     dirichlet: tuple[tuple[str, object], ...] = (("boundary", "0"),)
     initial: str = "0"
+    smoke: bool = False  # the classic smoke case: its data may give the answer away (issue 11)
 
     def pde_params(self) -> dict:
         return {"kappa": self.kappa} if self.family in ("poisson", "heat") else dict(self.params)
@@ -69,7 +71,7 @@ class Design:
 
 
 DESIGNS = [
-    Design("poisson_basic", "poisson", "unit_square", "sin(pi*x)*sin(pi*y)"),
+    Design("poisson_basic", "poisson", "unit_square", "sin(pi*x)*sin(pi*y)", smoke=True),
     Design("poisson_variable_kappa", "poisson", "unit_square", "sin(2*pi*x)*sin(2*pi*y)",
            kappa="1 + 0.5*sin(2*pi*x)*sin(2*pi*y)", structure=("variable_coefficient",), difficulty="medium"),
     Design("poisson_mixed_bc", "poisson", "unit_square", "exp(x)*cos(pi*y)", kappa="2",
@@ -191,7 +193,13 @@ DESIGNS = [
 ]
 
 
-def build_record(design: Design) -> CaseRecord:
+DATA_REVISION = 2  # boundary data differ from the solution inside, no eigenfunctions (issue 11)
+
+
+def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
+    """The record of a design; ``hide_solution=False`` gives the data of revision 1
+    (boundary data = the exact solution), that of the committed files until they are
+    regenerated."""
     from ..domains import resolve_geometry
     from . import mms
 
@@ -213,21 +221,82 @@ def build_record(design: Design) -> CaseRecord:
         pde["time"] = {"t0": 0.0, "t_end": design.t_end}
     if design.u is None:
         return _numerical_reference_record(design, pde, geometry, eval_grid, params)
-    pde["forcing"] = {"type": "expression",
-                      "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
-    exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
-             else mms.text(mms.parse_expression(design.u)))
-    bc = _manufactured_bc(design, geometry, pde_params, exact, dim)
-    if design.family == "biharmonic":  # the second condition of a fourth-order problem
-        bc["laplacian"] = {"on": "boundary", "value": mms.laplacian(design.u, dim)}
     domain = _domain_block(design, geometry, params)
+    hiding = None
+    if hide_solution and not design.smoke:
+        hiding = _Hiding(design, geometry, {"pde": pde, "domain": domain, "eval_grid": eval_grid})
+        design = hiding.design
+    # a bumped solution's data is long: sympy's simplify would take minutes on it
+    with mms.simplify_limit(0) if hiding and hiding.bumped else contextlib.nullcontext():
+        pde["forcing"] = {"type": "expression",
+                          "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
+        exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
+                 else mms.text(mms.parse_expression(design.u)))
+        bc = _manufactured_bc(design, geometry, pde_params, exact, dim)
+        if design.family == "biharmonic":  # the second condition of a fourth-order problem
+            bc["laplacian"] = {"on": "boundary", "value": mms.laplacian(design.u, dim)}
+    if hiding:
+        hiding.hide(bc)
     case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
     if transient:
         case_spec["ic"] = {"value": mms.initial_value(design.u, 0.0)}
         if design.family == "wave":
             case_spec["ic"]["velocity"] = mms.initial_velocity(design.u, 0.0)
-    return _record(design, case_spec, {"construction_method": "manufactured_solution",
-                                       "manufactured_solution": {**design.exact(), "u": exact}})
+    metadata = {"construction_method": "manufactured_solution", "manufactured_solution": {**design.exact(), "u": exact}}
+    if hide_solution:
+        metadata["data_revision"] = DATA_REVISION
+    record = _record(design, case_spec, metadata)
+    if hide_solution and design.smoke:
+        record.tags.structure.append("smoke_case")
+    return record
+
+
+class _Hiding:
+    """A design's solution with a bump where it needs one, and its boundary data hidden
+    (build/hiding.py)."""
+
+    def __init__(self, design: Design, geometry, case_spec: dict):
+        import dataclasses
+
+        from .. import leaks
+        from ..cases import Output
+        from ..expressions import expression_to_string
+        from ..pdes import exact
+        from . import hiding, mms
+
+        self.design, self.geometry = design, geometry
+        self.sample = leaks.GridSample.of(case_spec)
+        self.names = Output.model_validate(_output_block(design)).arrays
+        read = lambda v: exact(mms.parse_expression(v))  # noqa: E731
+        solution = {"u": [read(c) for c in design.u] if isinstance(design.u, tuple) else read(design.u)}
+        if design.p is not None:
+            solution["p"] = read(design.p)
+        dim, transient = geometry.dim, design.t_end is not None
+        bumped = hiding.with_bump(design.id, design.family, design.pde_params(), solution, geometry, self.sample,
+                                    self.names, dim, transient, design.periodic)
+        self.bumped = bumped is not solution
+        u = bumped["u"]
+        text = expression_to_string
+        if self.bumped:  # an untouched solution keeps its text (0.3 stays 0.3, not 3/10)
+            design = dataclasses.replace(design, u=tuple(text(c) for c in u) if isinstance(u, list) else text(u))
+        self.design = design
+        self.targets = leaks.output_columns(hiding._values(u, self.sample.points, self.sample.t_end), self.names)
+
+    def hide(self, bc: dict) -> None:
+        """Every boundary condition's data: + phi * w, phi zero where it applies."""
+        from . import hiding, mms
+
+        for kind in ("dirichlet", "neumann", "robin", "laplacian"):
+            conditions = bc.get(kind)
+            for index, condition in enumerate(conditions if isinstance(conditions, list) else [conditions]):
+                if condition is None:
+                    continue
+                value = condition["value"]
+                parsed = [mms.parse_expression(v) for v in value] if isinstance(value, list) \
+                    else mms.parse_expression(value)
+                condition["value"] = hiding.hidden(parsed, self.geometry, condition["on"], self.design.id,
+                                                   f"{kind}{index}", self.targets, self.names, self.sample,
+                                                   self.design.periodic)
 
 
 def _manufactured_bc(design: Design, geometry, pde_params: dict, exact, dim: int) -> dict:
@@ -316,5 +385,5 @@ def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: 
                                        "reference_config": {"method": "oracle at 2x its own resolution"}})
 
 
-def starter_records() -> list[CaseRecord]:
-    return [build_record(design) for design in DESIGNS]
+def starter_records(hide_solution: bool = True) -> list[CaseRecord]:
+    return [build_record(design, hide_solution) for design in DESIGNS]

@@ -215,12 +215,9 @@ def suite_records(path: Path = DESIGN_FILE, progress=None) -> list:
 
     designs = suite_designs(path)
     records = []
-    limit, mms.SIMPLIFY_LIMIT = mms.SIMPLIFY_LIMIT, SUITE_SIMPLIFY_LIMIT
-    try:
+    with mms.simplify_limit(SUITE_SIMPLIFY_LIMIT):
         for index, design in enumerate(designs, start=1):
             records.append(build_record(design))
             if progress:
                 progress(index, len(designs), design.id)
-    finally:
-        mms.SIMPLIFY_LIMIT = limit
     return records
