@@ -112,7 +112,8 @@ def gmsh_mesh(kind, p, h):
     elif kind == "dumbbell":
         left, right = p.get("left", {}), p.get("right", {})
         occ.fuse(disk(left.get("center", (.25, .5)), left.get("radius", .25)),
-                 disk(right.get("center", (.75, .5)), right.get("radius", .25)) + rect(*p.get("bridge", (.25, .75, .4, .6))))
+                 disk(right.get("center", (.75, .5)), right.get("radius", .25))
+                 + rect(*p.get("bridge", (.25, .75, .4, .6))))
     else:
         raise NotImplementedError(f"no mesh for domain type {kind!r}")
     occ.synchronize()
@@ -129,8 +130,9 @@ def polygon_vertices(kind, p):
     c = p.get("center", (0, 0))
     if kind == "star":
         n, r_in, r_out = p.get("points", 5), p.get("inner_radius", .3), p.get("outer_radius", .7)
-        return [(c[0] + (r_out if k % 2 == 0 else r_in) * math.cos(math.pi / 2 + k * math.pi / n),
-                 c[1] + (r_out if k % 2 == 0 else r_in) * math.sin(math.pi / 2 + k * math.pi / n)) for k in range(2 * n)]
+        radii = [r_out if k % 2 == 0 else r_in for k in range(2 * n)]
+        return [(c[0] + r * math.cos(math.pi / 2 + k * math.pi / n), c[1] + r * math.sin(math.pi / 2 + k * math.pi / n))
+                for k, r in enumerate(radii)]
     teeth, base = p.get("teeth", 8), p.get("base_radius", .5)
     tip, pitch = base + p.get("tooth_height", .2), 2 * math.pi / teeth
     return [(c[0] + r * math.cos(a), c[1] + r * math.sin(a)) for k in range(teeth)
@@ -263,12 +265,16 @@ def linear_problem(F, bcs, name, u=None):
                                            petsc_options_prefix=name)
 
 
-def linear_solve(F, bcs, name, problem=None):
-    problem = problem or linear_problem(F, bcs, name)
+def lu_solve(problem):
+    """Solve a LinearProblem and check that the LU solve succeeded."""
     uh = problem.solve()
     if problem.solver.getConvergedReason() <= 0:
-        raise RuntimeError(f"{name} LU solve failed: {problem.solver.getConvergedReason()}")
+        raise RuntimeError(f"LU solve failed (KSP reason {problem.solver.getConvergedReason()})")
     return uh
+
+
+def linear_solve(F, bcs, name):
+    return lu_solve(linear_problem(F, bcs, name))
 
 
 def newton(F, u, bcs, name):

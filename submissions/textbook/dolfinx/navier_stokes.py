@@ -1,9 +1,9 @@
 """Textbook DOLFINx solver for steady Navier-Stokes: (u . grad) u - nu lap(u) + grad(p) = f,
 div(u) = 0.
 
-Taylor-Hood P2-P1 on the fixed mesh of _textbook (the space, boundary data and pressure
-pin of _textbook.taylor_hood); Newton (dolfinx NonlinearProblem, MUMPS LU) started from the Stokes
-solution, as the tutorials do for moderate Reynolds numbers.
+Taylor-Hood P2-P1 on the fixed mesh of _textbook (space, velocity data and pressure pin
+from _textbook.taylor_hood); Newton (dolfinx NonlinearProblem, MUMPS LU) started from the
+Stokes solution, as the tutorials do for moderate Reynolds numbers.
 """
 
 import time
