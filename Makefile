@@ -21,10 +21,11 @@ test: $(STAMP)
 	PDEBENCH_REQUIRE_FEM=1 $(VENV)/bin/pytest
 
 # measure e_base/t_base of every case on this machine and store them in the records
-# (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures)
+# (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures).
+# Same workers as `make demo`: baseline and evaluation then run under the same load.
 LIBRARY ?= dolfinx
 calibrate: $(STAMP)
-	$(VENV)/bin/pdebench calibrate --library $(LIBRARY) --update-cases
+	$(VENV)/bin/pdebench calibrate --library $(LIBRARY) --update-cases -- -n $(JOBS)
 
 clean-reports:
 	rm -rf reports/runs reports/calibration reports/*.json

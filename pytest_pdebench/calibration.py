@@ -54,8 +54,11 @@ def machine_key() -> str:
 def case_fingerprint(record: CaseRecord) -> str:
     """Hash of everything that changes what a solver computes or is compared with."""
     meta = record.evaluation_metadata
+    config = meta.calibration_config.model_dump(exclude_none=True) if meta.calibration_config else None
     payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
                "reference_path": meta.reference_path}
+    if config:  # a new baseline setting invalidates the old baseline
+        payload["calibration_settings"] = config["settings"]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -118,13 +121,20 @@ class CalibrationStore:
                                                     foreign_machine=stored.machine != self.machine)
         return None
 
-    def write(self, library: str, new_entries: dict[str, dict]) -> Path:
+    def conditions(self, library: str) -> dict:
+        """The conditions the library's baselines were measured under (workers, runs, ...)."""
+        path = self.path(library)
+        return json.loads(path.read_text()).get("conditions", {}) if path.is_file() else {}
+
+    def write(self, library: str, new_entries: dict[str, dict], conditions: dict | None = None) -> Path:
         """Merge entries into this machine's file for the library (atomic replace)."""
         path = self.path(library)
         path.parent.mkdir(parents=True, exist_ok=True)
         current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
         current["cases"].update(new_entries)
         current.update(library=library, machine=self.machine, updated=now_iso())
+        if conditions:
+            current["conditions"] = conditions
         current["cases"] = dict(sorted(current["cases"].items()))
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(current, indent=1, sort_keys=False) + "\n")

@@ -12,6 +12,7 @@
                                             exact solution (needs DOLFINx)
     pdebench calibration-summary            e_base, tau_acc and t_base distributions
     pdebench build-suite                    the full suite from build/design_matrix.toml
+    pdebench calibration-configs [CASES]    draw the records' calibration settings again
     pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
                                             away, and what solvers that solve nothing pass
     pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
@@ -27,6 +28,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path.cwd()
+UPSTREAM_FILE = "../shared/upstream/benchmark_v2.jsonl"
 
 
 def _schema(args) -> int:
@@ -49,7 +51,7 @@ def _build_starter(args) -> int:
     from .cases import rewrite_case_file
 
     path = Path(args.output)
-    records = starter_records()
+    records = _with_calibration_configs(starter_records(), args.upstream)
     rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
@@ -159,10 +161,72 @@ def _build_suite(args) -> int:
             print(f"[{index}/{total}] {case_id}", flush=True)
 
     path = Path(args.output)
-    records = suite_records(progress=progress)
+    pools = _upstream_pools(args.upstream)  # before the long build: a missing file stops here
+    records = _with_calibration_configs(suite_records(progress=progress), args.upstream, pools)
     rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
+
+
+def _upstream_pools(upstream: str):
+    from .build.calibration_configs import MissingUpstream, read_distribution
+
+    try:
+        return read_distribution(Path(upstream))
+    except MissingUpstream as exc:
+        raise SystemExit(f"pdebench: {exc}; pass --upstream FILE") from None
+
+
+def _with_calibration_configs(records: list, upstream: str, pools=None) -> list:
+    from .build.calibration_configs import attach
+
+    return attach(records, pools or _upstream_pools(upstream))
+
+
+def _calibration_configs(args) -> int:
+    """Draw the calibration settings of the records in place (nothing else changes), or
+    with --refine LIBRARY: give a finer mesh to the cases whose baseline error on this
+    machine's calibration of LIBRARY is at or above REFINE_ABOVE."""
+    from .cases import case_files, iter_case_file, write_case_file
+
+    pools = None if args.refine else _upstream_pools(args.upstream)
+    for file in case_files(Path(args.cases)):
+        records = [record for _, record in iter_case_file(file)]
+        if args.refine:
+            changed = _refine_settings(records, args.refine, Path(args.calibrations))
+        else:
+            kept = [r for r in records if r.evaluation_metadata.calibration_config
+                    and r.evaluation_metadata.calibration_config.upstream_oracle is not None]  # imported: own
+            changed = len(_with_calibration_configs([r for r in records if r not in kept], args.upstream, pools))
+        write_case_file(file, records)
+        print(f"{file}: calibration settings {'refined' if args.refine else 'drawn'} for {changed} of "
+              f"{len(records)} records")
+    return 0
+
+
+def _refine_settings(records: list, library: str, calibrations: Path) -> int:
+    from .build.calibration_configs import REFINE_ABOVE, refined
+    from .calibration import CalibrationStore, case_fingerprint
+    from .cases import CalibrationSetting
+
+    entries = CalibrationStore(calibrations).entries(library)
+    changed = 0
+    for record in records:
+        entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
+        if not (entry and config and entry["fingerprint"] == case_fingerprint(record)
+                and entry["e_base"] >= REFINE_ABOVE):
+            continue
+        before = config.settings[library].model_dump(exclude_none=True)
+        after = refined(before, entry["e_base"], 3 if record.case_spec.eval_grid.nz else 2)
+        if after == before:
+            continue  # as fine as a calibration setting gets
+        for name in config.settings:
+            config.settings[name] = CalibrationSetting.model_validate(after)
+        config.source += (f"; refined from P{before['element_degree']}/{before['cells_per_side']} to "
+                          f"P{after['element_degree']}/{after['cells_per_side']} (e_base {entry['e_base']:.1e} on "
+                          f"{library})")
+        changed += 1
+    return changed
 
 
 def _leak_audit(args) -> int:
@@ -170,30 +234,30 @@ def _leak_audit(args) -> int:
 
     from tabulate import tabulate
 
-    from .leaks import DISHONEST_SOLVERS, LEAK_DISTANCE, dishonest_errors, leak_problems, manufactured
+    from .cases import load_cases
+    from .leaks import LEAK_DISTANCE, RUNGS, leak_problems, manufactured, rung_errors
 
     counts: dict[str, Counter] = {}
     untuned = 0
-    for record in _records(args.cases):
-        if not manufactured(record):
-            continue
+    for path, _, record in load_cases(Path(args.cases)):
         row = counts.setdefault(record.family, Counter())
-        row["manufactured"] += 1
+        row["records"] += 1
+        row["manufactured"] += manufactured(record)
         thresholds = record.evaluation_metadata.thresholds.get(args.library)
         untuned += thresholds is None
         tau = thresholds.tau_acc if thresholds else LEAK_DISTANCE
-        for solver, error in dishonest_errors(record).items():
+        for solver, error in rung_errors(record, path.parent).items():
             row[solver] += error <= tau
         row["leaking"] += bool(leak_problems(record))
-    columns = ["manufactured", *DISHONEST_SOLVERS, "leaking"]
+    columns = ["records", "manufactured", *RUNGS, "leaking"]
     total = sum(counts.values(), Counter())
     rows = [[family, *(row[c] for c in columns)] for family, row in sorted(counts.items())]
     print(tabulate(rows + [["all", *(total[c] for c in columns)]],
-                   headers=["family", "manufactured", *(f"{s} passes" for s in DISHONEST_SOLVERS), "leaking"],
+                   headers=["family", "records", "manufactured", *(f"{s} passes" for s in RUNGS), "leaking"],
                    tablefmt=args.format))
     print(f"\npasses: the evaluator's error <= the record's {args.library} tau_acc"
           + (f" ({untuned} records without one: <= {LEAK_DISTANCE})" if untuned else "")
-          + f"; leaking: rejected by the leak check of --pde-validate (leaks.py)")
+          + "; leaking: rejected by the leak check of --pde-validate (leaks.py)")
     return 0
 
 
@@ -212,8 +276,9 @@ def _calibration_summary(args) -> int:
     if not rows:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
         return 1
-    family_table, distribution = calibration_tables(rows, args.format)
-    print(f"{args.library} on {store.machine}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}")
+    family_table, distribution, targets = calibration_tables(rows, args.format)
+    print(f"{args.library} on {store.machine}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
+          f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}")
     return 0
 
 
@@ -282,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
 
     starter = commands.add_parser("build-starter", help="derive the starter cases with sympy")
     starter.add_argument("--output", default="tests/cases/starter.jsonl")
+    starter.add_argument("--upstream", default=UPSTREAM_FILE)
     starter.set_defaults(func=_build_starter)
 
     calibrate = commands.add_parser("calibrate", help="measure e_base and t_base with the oracle on this machine")
@@ -307,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     table.set_defaults(func=_table)
 
     upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
-    upstream.add_argument("source", nargs="?", default="../shared/upstream/benchmark_v2.jsonl")
+    upstream.add_argument("source", nargs="?", default=UPSTREAM_FILE)
     upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
                           help="where to write (keep it out of git: derived from CC BY data)")
     upstream.set_defaults(func=_import_upstream)
@@ -315,7 +381,18 @@ def main(argv: list[str] | None = None) -> int:
     suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
     suite.add_argument("--output", default="cases/suite.jsonl",
                        help="where to write (built fields of existing records are kept)")
+    suite.add_argument("--upstream", default=UPSTREAM_FILE, help="the upstream records the calibration "
+                       "settings are drawn from (read, never committed)")
     suite.set_defaults(func=_build_suite)
+
+    configs = commands.add_parser("calibration-configs", help="draw the records' calibration settings again "
+                                  "(in place; after a change of RESOLUTION_SCALE)")
+    configs.add_argument("cases", nargs="?", default="cases")
+    configs.add_argument("--upstream", default=UPSTREAM_FILE)
+    configs.add_argument("--refine", metavar="LIBRARY", help="instead: finer meshes where this machine's "
+                         "calibration of LIBRARY has e_base >= 1e-3")
+    configs.add_argument("--calibrations", default="calibrations")
+    configs.set_defaults(func=_calibration_configs)
 
     summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
     summary.add_argument("--library", default="dolfinx")

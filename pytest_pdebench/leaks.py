@@ -18,7 +18,8 @@ target field):
   the solution and are not compared; nor are expressions of the unknown (reactions).
 ``dishonest_errors`` gives the errors three solvers that solve nothing would get from
 the evaluator (boundary data evaluated everywhere, the forcing scaled to the edge, the
-initial condition), for ``pdebench leak-audit``.
+initial condition); ``rung_errors`` adds zeros and the reference with 1% noise, for
+every record (issue 11's dishonest rungs; ``pdebench leak-audit`` and the tests).
 """
 
 from __future__ import annotations
@@ -231,4 +232,29 @@ def dishonest_errors(record: CaseRecord) -> dict[str, float]:
         errors["scaled forcing"] = relative_gap([c * f for f in forcing], target)
     if spec.ic is not None and (initial := columns(spec.ic.value, sample.t0)) is not None:
         errors["initial condition"] = relative_gap(initial, target)
+    return errors
+
+
+NOISE = 0.01
+RUNGS = (*DISHONEST_SOLVERS, "zeros", "exact + 1% noise")
+
+
+def rung_errors(record: CaseRecord, case_dir=None) -> dict[str, float]:
+    """The evaluator's error of every dishonest rung that applies to the record: those of
+    ``dishonest_errors`` (manufactured records), zeros, and the reference itself with 1%
+    relative Gaussian noise on every point (seeded by the case id)."""
+    import hashlib
+
+    from . import metrics
+    from .reference import reference_fields
+
+    errors = dishonest_errors(record) if manufactured(record) else {}
+    spec = record.case_spec_dict()
+    grid = EvalGrid.from_spec(spec["eval_grid"])
+    valid = valid_mask(spec, grid)
+    reference = reference_fields(record, grid, case_dir)
+    errors["zeros"] = metrics.relative_l2_error(np.zeros_like(reference), reference, valid)
+    seed = int.from_bytes(hashlib.sha256(f"{record.id}:noise".encode()).digest()[:8], "little")
+    noise = np.random.default_rng(seed).standard_normal(reference.shape)
+    errors["exact + 1% noise"] = metrics.relative_l2_error(reference * (1 + NOISE * noise), reference, valid)
     return errors

@@ -20,7 +20,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-library", action="append", metavar="NAME", help="library track(s): dolfinx, firedrake, "
                     "dealii; repeat or comma-separate (default: all)")
     group.addoption("--pde-cases", metavar="PATH", help="case file or directory (default: the bundled cases/)")
-    group.addoption("--pde-runs", type=int, default=1, metavar="N", help="timed runs per item, averaged (default 1)")
+    group.addoption("--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, "
+                    "as the paper)")
     group.addoption("--pde-timeout", type=float, metavar="SECONDS", help="per-run timeout, overrides the cases' "
                     "timeout_sec")
     group.addoption("--pde-alpha-acc", type=float, metavar="A", help="accuracy multiplier (default: case, 10)")
@@ -63,11 +64,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES):
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
-    from .session import PdeRun, PdeBenchWarning
+    from .session import PdeRun, PdeBenchWarning, pin_worker
 
     run = PdeRun.from_config(config)
     if run is None:
         return
+    pin_worker(config)
     config.stash[items.PDE_RUN] = run
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(run.cases_path)]  # a source option alone means: the cases
@@ -94,7 +96,8 @@ def pytest_report_header(config: pytest.Config):
     if run:
         meta = run.session_metadata()
         return [f"pdebench: {meta['mode']} of {meta['source']} on {', '.join(meta['libraries'])}; "
-                f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}"]
+                f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
+                *(f"pdebench WARNING: {line}" for line in run.condition_mismatches())]
 
 
 def pytest_report_teststatus(report, config):

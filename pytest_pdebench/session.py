@@ -6,6 +6,7 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -47,6 +48,25 @@ def _libraries(values: list[str] | None) -> tuple[str, ...]:
             if name not in chosen:
                 chosen.append(name)
     return tuple(chosen)
+
+
+def workers(config: pytest.Config) -> int:
+    """How many items run at once (pytest-xdist workers, else 1)."""
+    if hasattr(config, "workerinput"):
+        return int(config.workerinput.get("workercount", 1))
+    count = getattr(config.option, "numprocesses", None)
+    return count if isinstance(count, int) and count > 0 else 1
+
+
+def pin_worker(config: pytest.Config) -> None:
+    """One core per xdist worker (when there are enough): a baseline and an evaluation
+    then time each solve on a core of its own, whatever else the other workers do."""
+    if not hasattr(config, "workerinput") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    index = int(config.workerinput.get("workerid", "gw0")[2:] or 0)
+    if workers(config) <= len(cores):
+        os.sched_setaffinity(0, {cores[index]})
 
 
 @dataclass
@@ -151,8 +171,26 @@ class PdeRun:
                 if v["library"] == library and v["outcome"] == "PASS" and not v["calibration_problem"]
             }
             if entries:
-                written[library] = self.store.write(library, entries)
+                written[library] = self.store.write(library, entries, self.conditions())
         return written
+
+    def conditions(self) -> dict:
+        """What a runtime baseline depends on besides the machine: the evaluation's are
+        compared with the calibration's (``condition_mismatches``)."""
+        return {"workers": workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox}
+
+    def condition_mismatches(self) -> list[str]:
+        if self.settings.calibrate:
+            return []
+        lines = []
+        for library in self.libraries:
+            measured = self.store.conditions(library)
+            differ = {k: (v, measured[k]) for k, v in self.conditions().items() if k in measured and measured[k] != v}
+            if differ:
+                shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
+                lines.append(f"{library}: runtime baselines were measured under other conditions ({shown}): "
+                             "t_agent / t_base is not like for like")
+        return lines
 
     def session_metadata(self) -> dict:
         return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),

@@ -231,15 +231,29 @@ def check_manufactured_solution(record: CaseRecord) -> str | None:
 
 def check_leaks(record: CaseRecord) -> str | None:
     """No agent-visible data field (or a multiple of it) is the answer, and returning the
-    initial condition fails by far (leaks.py). Applies from data_revision 2 on; records
-    built before (and the starter suite's smoke case) predate the rule."""
+    initial condition fails by far (leaks.py). Every record must be built under these
+    rules (data_revision 2); only the starter suite's smoke case is exempt."""
     from .leaks import leak_problems
 
     meta = record.evaluation_metadata
-    if (meta.data_revision or 1) < 2 or "smoke_case" in record.tags.structure:
+    if "smoke_case" in record.tags.structure:
         return None
+    if (meta.data_revision or 1) < 2:
+        return ("evaluation_metadata.data_revision is missing or < 2: the record predates the rule that its "
+                "data must not give the answer away; rebuild it (pdebench build-suite / import-upstream)")
     problems = leak_problems(record)
     return "; ".join(problems) if problems else None
+
+
+def check_calibration_settings(record: CaseRecord) -> str | None:
+    """Every supported library has a calibration baseline setting (the paper's standard
+    calibration configuration; build/calibration_configs.py)."""
+    config = record.evaluation_metadata.calibration_config
+    missing = [library for library in record.supported_libraries if not config or library not in config.settings]
+    if missing:
+        return (f"evaluation_metadata.calibration_config has no settings for {', '.join(missing)} "
+                "(pdebench calibration-configs draws them)")
+    return None
 
 
 def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | None:
@@ -273,6 +287,7 @@ STATIC_CHECKS: dict[str, Callable] = {
     "evaluation grid": check_grid,
     "manufactured solution": check_manufactured_solution,
     "leaks": check_leaks,
+    "calibration settings": check_calibration_settings,
     "reference": check_reference,
 }
 

@@ -199,6 +199,8 @@ def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *ext
     import sys
 
     report = tmp_path / f"report-{library}.json"
+    if not any(arg.startswith("--pde-runs") for arg in extra):
+        extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
                            f"--pde-cases={cases}", f"--pde-submissions={submissions}",
                            f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",

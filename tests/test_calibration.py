@@ -136,3 +136,30 @@ def test_update_cases_materializes_thresholds_into_records(tmp_path):
     stored = records["poisson_basic"].evaluation_metadata.thresholds["dolfinx"]
     assert (stored.tau_acc, stored.tau_time, stored.machine) == (pytest.approx(2e-4), pytest.approx(1.2), machine_key())
     assert records["uncalibrated"].evaluation_metadata.thresholds == {}
+
+
+@pytest.mark.usefixtures("dolfinx_available")
+def test_only_calibration_runs_get_the_calibration_settings(tmp_path):
+    """The oracle calibrates with the record's setting (P1 on 16 cells here) and
+    evaluates with its own strong one; the setting never reaches an evaluation run."""
+    from conftest import REPO
+
+    data = record_dict(nx=20, ny=20)
+    data["evaluation_metadata"]["calibration_config"] = {
+        "source": "test", "settings": {"dolfinx": {"element_degree": 1, "cells_per_side": 16}}}
+    write_jsonl(tmp_path / "cases.jsonl", [data])
+    common = ["-p", "no:cacheprovider", "--pde-library=dolfinx", f"--pde-cases={tmp_path / 'cases.jsonl'}",
+              f"--pde-submissions={REPO / 'submissions' / 'oracle'}", "--pde-runs=1",
+              f"--pde-calibrations={tmp_path / 'calibrations'}", "-q"]
+    verdicts = {}
+    for mode in ("calibration", "evaluation"):
+        extra = ["--pde-calibrate"] if mode == "calibration" else []
+        done = subprocess.run([sys.executable, "-m", "pytest", *common, *extra, f"--pde-output={tmp_path / mode}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert "1 passed" in done.stdout, done.stdout[-2000:]
+        verdicts[mode] = json.loads((tmp_path / mode / "dolfinx" / "poisson_basic" / "verdict.json").read_text())
+    calibration, evaluation = verdicts["calibration"], verdicts["evaluation"]
+    assert calibration["solver_info"]["element_degree"] == 1 and calibration["solver_info"]["mesh_resolution"] == 16
+    assert evaluation["solver_info"]["element_degree"] == 2 and evaluation["solver_info"]["mesh_resolution"] == 48
+    assert evaluation["error"] < calibration["error"] / 100  # the strong oracle is the always-PASS anchor
+    assert evaluation["e_base"] == pytest.approx(calibration["error"])

@@ -11,6 +11,7 @@ from pytest_pdebench.schema import schema_errors, schema_text
 from pytest_pdebench.validation import static_problems
 
 CASES_DIR = REPO / "cases"
+UPSTREAM = REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"  # read, never committed
 
 
 def test_committed_schema_is_the_models_schema():
@@ -88,14 +89,59 @@ def test_agent_view_holds_only_case_spec_and_library():
 
 def test_committed_cases_are_the_generated_starter_suite():
     committed = {r.id: r for _, _, r in load_cases(STARTER / "starter.jsonl")}
-    # the committed file holds data revision 1 until it is regenerated with a recalibration
-    # (issue 11); then this compares with starter_records()
-    revisions = {r.evaluation_metadata.data_revision for r in committed.values()}
-    generated = {r.id: r for r in starter_records(hide_solution=revisions != {None})}
+    generated = {r.id: r for r in starter_records()}
     assert committed.keys() == generated.keys()
-    built_later = {"evaluation_metadata": {"thresholds", "reference_path", "reference_config"}}
+    # calibration settings are drawn from the upstream records in a separate step (below)
+    built_later = {"evaluation_metadata": {"thresholds", "reference_path", "reference_config", "calibration_config"}}
     for case_id, record in generated.items():
-        assert committed[case_id].model_dump(exclude=built_later) == record.model_dump(exclude=built_later), case_id
+        assert _same_data(committed[case_id].model_dump(exclude=built_later),
+                          record.model_dump(exclude=built_later)), case_id
+
+
+def _same_data(a, b, path="") -> bool:
+    """Equal, except that two expression strings may be printed differently if they are the
+    same function (sympy's term order depends on the process's hash seed)."""
+    import numpy as np
+
+    from pytest_pdebench import expressions
+
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_data(a[k], b[k], f"{path}.{k}") for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_data(x, y, path) for x, y in zip(a, b))
+    if a == b:
+        return True
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    points = np.random.default_rng(0).uniform(0, 1, (40, 3))
+    try:
+        return bool(np.allclose(expressions.evaluate(a, points, 0.1), expressions.evaluate(b, points, 0.1),
+                                rtol=1e-9, atol=1e-12, equal_nan=True))
+    except Exception:  # not an expression (a name, a tag): they differ
+        return False
+
+
+@pytest.mark.skipif(not UPSTREAM.is_file(), reason="the upstream file is not on this machine")
+@pytest.mark.parametrize("folder", [CASES_DIR, STARTER])
+def test_committed_calibration_settings_are_the_drawn_ones(folder):
+    """Generated records: the upstream draw, scaled (build/calibration_configs.py); a
+    refinement after calibration may only make a mesh finer, and says so."""
+    from pytest_pdebench.build.calibration_configs import calibration_config, read_distribution
+
+    pools = read_distribution(UPSTREAM)
+    for _, _, record in load_cases(folder):
+        config = record.evaluation_metadata.calibration_config
+        drawn = calibration_config(record, pools)
+        for library, setting in config.settings.items():
+            wanted = drawn["settings"][library]
+            if "adjusted" in config.source:  # set by hand after a rejected baseline, the reason in the source
+                continue
+            if "refined" in config.source:  # finer only: a higher degree or more cells
+                assert (setting.element_degree, setting.cells_per_side) > (wanted["element_degree"],
+                                                                            wanted["cells_per_side"]), record.id
+                wanted = {**wanted, "element_degree": setting.element_degree,
+                          "cells_per_side": setting.cells_per_side}
+            assert setting.model_dump(exclude_none=True) == {"solver": "direct", **wanted}, (record.id, library)
 
 
 # the shipped suite and the smoke suite: (case file, record)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import REPO, STARTER
-from pytest_pdebench.cases import CaseRecord, agent_view, load_cases
+from pytest_pdebench.cases import CalibrationConfig, CaseRecord, agent_view, load_cases
 from pytest_pdebench.llm.extract import extract_code
 from pytest_pdebench.prompts import feedback_of, feedback_prompt, single_shot_prompt
 
@@ -33,7 +33,9 @@ def test_no_evaluator_only_value_reaches_any_prompt():
         meta.manufactured_solution = {"u": CANARY, "p": CANARY} if meta.manufactured_solution else None
         meta.reference_config = {"method": CANARY, "mesh": CANARY}
         meta.reference_path = f"references/{CANARY}.npz"
-        meta.calibration_config = {"baseline": CANARY}
+        meta.calibration_config = CalibrationConfig(source=CANARY, upstream_oracle={"mesh": CANARY}, settings={
+            library: {"element_degree": 3, "cells_per_side": 777, "dt": 7.77777e-3}
+            for library in record.supported_libraries})
         meta.thresholds = {library: {"e_base": 7.77777e-7, "t_base": 77.7777, "tau_acc": 7.77777e-6,
                                      "tau_time": 233.3331, "note": CANARY} for library in record.supported_libraries}
         record.tags.structure = [CANARY]

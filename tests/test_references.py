@@ -58,10 +58,14 @@ def test_calibration_tables_follow_the_papers_layout():
 
     rows = [{"family": "poisson", "method": "manufactured_solution", "e_base": 1e-5, "t_base": 0.5, "tau_acc": 1e-4},
             {"family": "heat", "method": "reference_numerical", "e_base": 2e-4, "t_base": 1.5, "tau_acc": 2e-3}]
-    per_family, distribution = calibration_tables(rows)
+    per_family, distribution, targets = calibration_tables(rows)
     assert per_family.splitlines()[-1].split()[:4] == ["all", "2", "1", "1"]
+    assert per_family.splitlines()[-1].split()[5:7] == ["2.3e-04", "0.46"]  # beside Table 6's 2.3e-4
     tau_row = next(line for line in distribution.splitlines() if line.startswith("tau_acc"))
     assert "1.0e-04" in tau_row and "2.0e-03" in tau_row
+    assert "paper" in distribution
+    # poisson 1e-5 is 8x below Table 6; heat 2e-4 within 3x; tau median 1.05e-3 in range
+    assert "OFF poisson" in targets and "ok  heat" in targets and "ok  median tau_acc" in targets
 
 
 @dolfinx

@@ -220,7 +220,10 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     if transient:
         pde["time"] = {"t0": 0.0, "t_end": design.t_end}
     if design.u is None:
-        return _numerical_reference_record(design, pde, geometry, eval_grid, params)
+        record = _numerical_reference_record(design, pde, geometry, eval_grid, params)
+        if hide_solution:  # nothing to hide: the data are the problem, the answer is computed
+            record.evaluation_metadata.data_revision = DATA_REVISION
+        return record
     domain = _domain_block(design, geometry, params)
     hiding = None
     if hide_solution and not design.smoke:
@@ -347,8 +350,7 @@ def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
         "pde_classification": {"equation_family": design.family, "math_type": design.math_type()},
         "case_spec": case_spec,
         "evaluation_config": {},
-        "evaluation_metadata": {**metadata, "calibration_config": {"baseline": "submissions/oracle",
-                                                                   "libraries": ["dolfinx"]}},
+        "evaluation_metadata": metadata,
         "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
         "supported_libraries": list(design.libraries) or libraries_for(design.family),
     })

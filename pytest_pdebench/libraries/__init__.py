@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -21,6 +22,15 @@ from ..sandbox import RunRequest
 def cache_root() -> Path:
     """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
     return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
+
+
+KEPT_KERNEL_STORES = 256
+
+
+def kernel_store_root(library: str, runtime: Runtime) -> Path:
+    """Where a track's per-submission kernel stores live. ``kernel-stores`` (not the
+    ``kernels`` of earlier versions, whose folders held anything a run wrote: never read)."""
+    return cache_root() / "kernel-stores" / f"{library}-{runtime.version}"
 
 
 class RuntimeMissing(RuntimeError):
@@ -65,10 +75,25 @@ class Track:
     # none: nothing a run writes reaches another run
     kernel_rules: tuple[KernelRule, ...] = ()
 
+    # keep a submission's kernels across its items and sessions (a family solver used on
+    # 90 cases compiles its forms once); False: one store per item
+    shares_kernels = False
+
     def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
-        """A persistent kernel store shared by the runs of one submission (byte-identical
-        files) across items and sessions; None: one store per item."""
-        return None
+        """The persistent kernel store of one submission (hash of its files: never shared
+        between submissions) for this runtime version, or None: one store per item. Keeps
+        the KEPT_KERNEL_STORES most recently used."""
+        if not self.shares_kernels:
+            return None
+        folder = kernel_store_root(self.name, runtime)
+        if folder.is_dir():
+            kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
+            for old in kept[:-KEPT_KERNEL_STORES]:
+                shutil.rmtree(old, ignore_errors=True)
+        path = folder / submission_fingerprint
+        if path.is_dir():
+            os.utime(path)
+        return path
 
     def detect(self) -> Runtime:
         raise NotImplementedError

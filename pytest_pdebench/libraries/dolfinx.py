@@ -21,6 +21,7 @@ class DolfinxTrack(PythonTrack):
     preload = "mpi4py.MPI,numpy,dolfinx,dolfinx.fem.petsc,ufl,basix"
     kernel_rules = (KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
                     KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"))
+    shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items
     install_hint = (
         "Install DOLFINx 0.11 into a Python 3.12 environment with "
         "`pip install dolfinx-solver-real gmsh` (or run `make setup`), and run pytest from that "

@@ -13,14 +13,12 @@ kernels for another. Only the gated first run of an item can include a cold comp
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 from ..kernel_cache import KernelRule
-from . import PythonTrack, Runtime, RuntimeMissing, cache_root
+from . import PythonTrack, RuntimeMissing
 
-KEPT_KERNEL_CACHES = 256
 # FIREDRAKE_CACHE_DIR: PyOP2 keeps each kernel as a shared library and its generated C code
 # (a pickled str); TSFC keeps compiled forms as pickled kernel objects (loopy programs).
 # loopy's own sqlite caches (pytools/) are not needed once those hit, and are not kept.
@@ -35,12 +33,6 @@ KERNEL_RULES = (
                              "constantdict", "immutabledict", "gem", "finat", "FIAT", "ufl", "builtins")),
 )
 PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
-
-
-def kernel_store_root(runtime: Runtime) -> Path:
-    """Where the per-submission kernel stores live. ``kernel-stores`` (not the ``kernels``
-    of earlier versions, whose folders held anything a run wrote: never read again)."""
-    return cache_root() / "kernel-stores" / f"firedrake-{runtime.version}"
 
 
 def provisioned_python() -> Path | None:
@@ -68,6 +60,7 @@ class FiredrakeTrack(PythonTrack):
     version_expr = "importlib.metadata.version('firedrake')"
     preload = "mpi4py.MPI,numpy,petsc4py.PETSc,firedrake"
     kernel_rules = KERNEL_RULES
+    shares_kernels = True
     install_hint = ("Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
                     "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
                     "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
@@ -78,17 +71,6 @@ class FiredrakeTrack(PythonTrack):
         if not python or not Path(python).exists():
             raise RuntimeMissing(f"firedrake runtime not found. {self.install_hint}")
         return str(python)
-
-    def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path:
-        folder = kernel_store_root(runtime)
-        if folder.is_dir():  # keep the most recently used submissions' kernels
-            kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
-            for old in kept[:-KEPT_KERNEL_CACHES]:
-                shutil.rmtree(old, ignore_errors=True)
-        path = folder / submission_fingerprint
-        if path.is_dir():
-            os.utime(path)
-        return path
 
     def _provisioned_env(self, info: dict) -> dict[str, str]:
         # <cache>/<key>/venv is the prefix; runtime.env sits in <cache>/<key>

@@ -53,7 +53,35 @@ namespace pdebench
     bool transient = false;
     double t0 = 0, t_end = 0;
     Clock::time_point started = Clock::now();
+    // calibration runs only: the record's settings (calibration_config.json beside the
+    // case); 0 means the oracle's own
+    int degree = 0, cells_per_side = 0;
+    double dt = 0, extent = 1;  // extent: the largest side of the domain's bounds
+
+    int degree_or(int own) const { return degree > 0 ? degree : own; }
+    double time_step_or(double own) const { return dt > 0 ? dt : own; }
+    // the mesh criterion is a cell diameter: cells_per_side cells along the largest side
+    double mesh_size_or(double own) const
+    {
+      return cells_per_side > 0 ? std::sqrt(double(dim)) * extent / cells_per_side : own;
+    }
   };
+
+  inline void read_calibration_setting(Case &c, const std::string &case_file)
+  {
+    const auto slash = case_file.find_last_of('/');
+    std::ifstream in((slash == std::string::npos ? std::string() : case_file.substr(0, slash + 1)) +
+                     "calibration_config.json");
+    if (!in)
+      return;  // an ordinary run
+    const json setting = json::parse(in);
+    c.degree = setting.value("element_degree", 0);
+    c.cells_per_side = setting.value("cells_per_side", 0);
+    c.dt = setting.value("dt", 0.0);
+    if (c.spec["domain"].contains("bounds"))
+      for (const auto &range : c.spec["domain"]["bounds"])
+        c.extent = std::max(c.extent, range[1].get<double>() - range[0].get<double>());
+  }
 
   inline Case read_case(int argc, char **argv)
   {
@@ -74,6 +102,7 @@ namespace pdebench
         c.t0 = c.spec["pde"]["time"].value("t0", 0.0);
         c.t_end = c.spec["pde"]["time"]["t_end"].get<double>();
       }
+    read_calibration_setting(c, argv[1]);
     return c;
   }
 

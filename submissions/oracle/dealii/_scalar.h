@@ -6,7 +6,7 @@
 //   convection_diffusion  [u_t] - epsilon lap(u) + beta . grad(u) = f   (SUPG where Pe_h > 1)
 //   reaction_diffusion    u_t - epsilon lap(u) + R(u) = f                (Newton)
 //
-// Q2 elements, a degree-2 mapping (curved boundaries follow their manifolds), UMFPACK.
+// Q2 elements (calibration runs: the record's degree, mesh and dt), a degree-2 mapping (curved boundaries follow their manifolds), UMFPACK.
 // Every (sub)step solves for an increment with homogeneous constraints: linear problems
 // take exactly one, nonlinear ones iterate with the Jacobian of the step's first iterate
 // (a chord method: the mass term dominates it at these time steps). The factorization is
@@ -92,7 +92,8 @@ namespace pdebench
 
   template <int dim>
   ScalarSolver<dim>::ScalarSolver(const Case &c)
-    : c(c), pde(c.spec["pde"]), bc(c.spec["bc"]), h(dim == 2 ? 0.035 : 0.17), fe(2), mapping(2), dh(tria), quadrature(3)
+    : c(c), pde(c.spec["pde"]), bc(c.spec["bc"]), h(c.mesh_size_or(dim == 2 ? 0.035 : 0.17)), fe(c.degree_or(2)), mapping(2), dh(tria)
+    , quadrature(c.degree_or(2) + 1)
   {
     domain = make_mesh(tria, c, h);
     mapping.initialize(MappingQ<dim>(2), tria);
@@ -361,7 +362,7 @@ namespace pdebench
         auto ic = parse<dim>(c.spec.contains("ic") ? c.spec["ic"]["value"] : json("0"), true);
         ic->set_time(c.t0);
         VectorTools::interpolate(mapping, dh, *ic, u_old);
-        steps = std::max(2, int(std::ceil((c.t_end - c.t0) / TARGET_DT - 1e-9)));
+        steps = std::max(2, int(std::ceil((c.t_end - c.t0) / c.time_step_or(TARGET_DT) - 1e-9)));
         const double dt = (c.t_end - c.t0) / steps, small = dt / STARTUP_SUBSTEPS;
         for (int k = 0; k < STARTUP_SUBSTEPS; ++k)
           {

@@ -4,6 +4,7 @@ import basix.ufl
 import ufl
 from dolfinx import fem
 
+from _calibration import discretization
 from _oracle_common import (build_mesh, conditions, covers_whole_boundary, domain_size, pressure_pin, sample_on_grid,
                             vector_dirichlet_conditions, vector_forcing)
 from _outputs import vector_outputs, write_outputs
@@ -18,7 +19,8 @@ class TaylorHood:
         domain_spec, bc = case_spec["domain"], case_spec.get("bc", {})
         self.dim = 3 if "nz" in case_spec["eval_grid"] else 2
         self.size = domain_size(domain_spec)
-        self.h = self.size / (CELLS_PER_LENGTH_3D if self.dim == 3 else CELLS_PER_LENGTH)
+        _, cells = discretization(2, CELLS_PER_LENGTH_3D if self.dim == 3 else CELLS_PER_LENGTH)
+        self.h = self.size / cells  # the element stays Taylor-Hood in calibration runs
         self.msh = build_mesh(domain_spec, self.h)
         cell = self.msh.basix_cell()
         element = basix.ufl.mixed_element([basix.ufl.element("Lagrange", cell, 2, shape=(self.dim,)),

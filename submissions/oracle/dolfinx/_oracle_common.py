@@ -15,6 +15,7 @@ import dolfinx.fem.petsc
 import ufl
 from dolfinx import fem, geometry, mesh
 
+from _calibration import discretization, largest_time_step
 from _expressions import expression_to_ufl
 from _geometry import occ_surface
 from _outputs import grid_points, write_outputs
@@ -214,6 +215,7 @@ def sample_on_grid(u, eval_grid, h):
         if len(links):
             cells[i] = links[0]
     missing = np.flatnonzero(cells < 0)
+    missing = missing[_near(points[missing], domain.geometry.x, 1.5 * h)]  # far points: outside, no search
     if len(missing):
         domain.topology.create_entities(tdim)
         midpoint_tree = geometry.create_midpoint_tree(domain, tdim, np.arange(
@@ -229,6 +231,21 @@ def sample_on_grid(u, eval_grid, h):
     if found.any():
         values[found] = u.eval(points[found], cells[found]).reshape(-1, size)
     return axes, values.reshape(shape + ((size,) if u.ufl_shape else ()))
+
+
+def _near(points, vertices, radius):
+    """Which points may lie within ``radius`` of a mesh vertex: those in a bin (of side
+    radius) next to a bin holding a vertex. A cheap filter before the closest-entity
+    search, which costs seconds for the thousands of grid points far outside a disk."""
+    def keys(coordinates, shift=(0, 0, 0)):
+        bins = np.floor(coordinates / radius).astype(np.int64) + np.asarray(shift)
+        return (bins[:, 0] * 1_000_003 + bins[:, 1]) * 1_000_033 + bins[:, 2]
+
+    occupied = np.unique(keys(vertices))
+    near = np.zeros(len(points), dtype=bool)
+    for shift in np.ndindex(3, 3, 3):
+        near |= np.isin(keys(points, np.asarray(shift) - 1), occupied)
+    return near
 
 
 # ---- outputs ----
@@ -251,9 +268,9 @@ DT_MAX = 0.005  # largest time step of the time-dependent oracles
 
 
 def time_grid(time_spec, min_steps=10):
-    """(t0, dt, steps) with steps >= min_steps and dt <= DT_MAX."""
+    """(t0, dt, steps) with steps >= min_steps and dt <= DT_MAX (or the calibration's dt)."""
     t0, t_end = time_spec.get("t0", 0.0), time_spec["t_end"]
-    steps = max(min_steps, math.ceil((t_end - t0) / DT_MAX))
+    steps = max(min_steps, math.ceil((t_end - t0) / largest_time_step(DT_MAX)))
     return t0, (t_end - t0) / steps, steps
 
 
@@ -473,14 +490,20 @@ def run_newton_steps(F, uh, u_old, dirichlet, refresh, t_old, t_new, t0, dt, ste
 SCALAR_BC_KINDS = ("neumann", "robin", "periodic")  # what the scalar second-order oracles implement
 
 
+def element_degree(V):
+    return V.ufl_element().embedded_superdegree
+
+
 def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False, bc_kinds=()):
-    """(mesh, Lagrange space, h, domain size) at h = L / cells; refuses boundary
-    condition kinds (besides Dirichlet) that are not in ``bc_kinds``."""
+    """(mesh, Lagrange space, h, domain size) at h = L / cells (degree and cells: the
+    calibration settings in a calibration run); refuses boundary condition kinds (besides
+    Dirichlet) that are not in ``bc_kinds``."""
     check_bc_kinds(case_spec.get("bc", {}), bc_kinds)
     domain_spec = case_spec["domain"]
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     size = domain_size(domain_spec)
-    h = size / (cells_3d if dim == 3 else cells_2d)
+    degree, cells = discretization(degree, cells_3d if dim == 3 else cells_2d)
+    h = size / cells
     msh = build_mesh(domain_spec, h)
     V = fem.functionspace(msh, ("Lagrange", degree, (dim,)) if vector else ("Lagrange", degree))
     return msh, V, h, size
@@ -526,7 +549,7 @@ def solve_crank_nicolson_newton(case_spec, operator, prefix, cells_2d, cells_3d,
                                          s["steps"], prefix, s["periodic"], stepping)
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], s["h"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain_size(domain_spec) / s["h"]), "element_degree": degree,
+        "mesh_resolution": round(domain_size(domain_spec) / s["h"]), "element_degree": element_degree(s["V"]),
         "num_dofs": s["V"].dofmap.index_map.size_global, "num_time_steps": s["steps"], "dt": dt,
         "time_scheme": "crank_nicolson_euler_start", "newton_iterations": newton, "nonlinear_solver": "newton", "pc_type": "lu",
         "periodic": s["periodic"] is not None, "converged": bool(converged),

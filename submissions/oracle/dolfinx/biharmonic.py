@@ -11,8 +11,8 @@ import time
 import ufl
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (direct_solver_options, dirichlet_conditions, forcing_of, mesh_and_space, sample_on_grid,
-                            to_ufl)
+from _oracle_common import (direct_solver_options, dirichlet_conditions, element_degree, forcing_of, mesh_and_space,
+                            sample_on_grid, to_ufl)
 from _outputs import write_outputs
 
 DEGREE = 2
@@ -40,7 +40,7 @@ def solve(case_spec):
     reason = second.solver.getConvergedReason()
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": 2 * V.dofmap.index_map.size_global,
+        "mesh_resolution": round(size / h), "element_degree": element_degree(V), "num_dofs": 2 * V.dofmap.index_map.size_global,
         "method": "ciarlet_raviart_mixed", "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),
     })

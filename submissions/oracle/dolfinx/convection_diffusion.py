@@ -13,8 +13,9 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, forcing_of, mesh_and_space, natural_term,
-                            run_linear_steps, sample_on_grid, solve_linear, Stepping, time_grid, to_ufl)
+from _oracle_common import (dirichlet_conditions, element_degree, forcing_of, mesh_and_space, natural_term,
+                            run_linear_steps, sample_on_grid, SCALAR_BC_KINDS, solve_linear, Stepping, time_grid,
+                            to_ufl)
 from _outputs import write_outputs
 from _periodic import periodic_map
 
@@ -44,7 +45,7 @@ def solve(case_spec):
     def weak(w):
         return (eps * ufl.inner(ufl.grad(w), ufl.grad(v)) + ufl.dot(beta, ufl.grad(w)) * v) * ufl.dx
 
-    info = {"mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global,
+    info = {"mesh_resolution": round(size / h), "element_degree": element_degree(V), "num_dofs": V.dofmap.index_map.size_global,
             "stabilization": "supg", "ksp_type": "preonly", "pc_type": "lu"}
     if "time" not in pde:
         f = to_ufl(forcing_of(pde), msh)

@@ -13,8 +13,8 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, forcing_of, mesh_and_space, natural_term,
-                            run_linear_steps, sample_on_grid, Stepping, time_grid, to_ufl)
+from _oracle_common import (dirichlet_conditions, element_degree, forcing_of, mesh_and_space, natural_term,
+                            run_linear_steps, sample_on_grid, SCALAR_BC_KINDS, Stepping, time_grid, to_ufl)
 from _outputs import write_outputs
 from _periodic import periodic_map
 
@@ -55,7 +55,7 @@ def solve(case_spec):
 
     axes, u_grid = sample_on_grid(u_new, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(size / h), "element_degree": DEGREE,
+        "mesh_resolution": round(size / h), "element_degree": element_degree(V),
         "num_dofs": V.dofmap.index_map.size_global, "num_time_steps": steps, "dt": dt,
         "time_scheme": "crank_nicolson_euler_start", "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),

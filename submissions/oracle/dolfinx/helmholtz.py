@@ -10,8 +10,8 @@ import math
 import time
 
 import ufl
-from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, domain_size, forcing_of, mesh_and_space,
-                            natural_term, sample_on_grid, solve_linear, to_ufl)
+from _oracle_common import (dirichlet_conditions, domain_size, element_degree, forcing_of, mesh_and_space,
+                            natural_term, sample_on_grid, SCALAR_BC_KINDS, solve_linear, to_ufl)
 from _outputs import write_outputs
 from _periodic import periodic_map
 
@@ -38,6 +38,6 @@ def solve(case_spec):
     uh, reason = solve_linear(a, L, bcs, V, "helmholtz_", periodic_map(V, case_spec, bcs))
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global,
+        "mesh_resolution": round(size / h), "element_degree": element_degree(V), "num_dofs": V.dofmap.index_map.size_global,
         "ksp_type": "preonly", "pc_type": "lu", "converged": bool(reason > 0), "converged_reason": int(reason),
     })

@@ -10,8 +10,8 @@ import time
 import ufl
 from dolfinx.fem.petsc import LinearProblem
 
-from _oracle_common import (direct_solver_options, mesh_and_space, sample_on_grid, vector_dirichlet_conditions,
-                            vector_forcing)
+from _oracle_common import (direct_solver_options, element_degree, mesh_and_space, sample_on_grid,
+                            vector_dirichlet_conditions, vector_forcing)
 from _materials import lame
 from _outputs import vector_outputs, write_outputs
 
@@ -40,6 +40,6 @@ def solve(case_spec):
     reason = problem.solver.getConvergedReason()
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(vector_outputs(case_spec, u_grid), axes, started, {
-        "mesh_resolution": round(size / h), "element_degree": DEGREE, "num_dofs": V.dofmap.index_map.size_global * dim,
+        "mesh_resolution": round(size / h), "element_degree": element_degree(V), "num_dofs": V.dofmap.index_map.size_global * dim,
         "ksp_type": "preonly", "pc_type": "lu", "converged": bool(reason > 0), "converged_reason": int(reason),
     })

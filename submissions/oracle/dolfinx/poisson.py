@@ -7,8 +7,8 @@ P2 Lagrange on a mesh of size h = L/48 (2-D) or L/12 (3-D), direct LU (MUMPS).
 import time
 
 import ufl
-from _oracle_common import (SCALAR_BC_KINDS, dirichlet_conditions, forcing_of, mesh_and_space, natural_term,
-                            sample_on_grid, solve_linear, to_ufl)
+from _oracle_common import (dirichlet_conditions, element_degree, forcing_of, mesh_and_space, natural_term,
+                            sample_on_grid, SCALAR_BC_KINDS, solve_linear, to_ufl)
 from _outputs import write_outputs
 from _periodic import periodic_map
 
@@ -31,7 +31,7 @@ def solve(case_spec):
     uh, reason = solve_linear(a, L, bcs, V, "poisson_", periodic_map(V, case_spec, bcs))
     axes, u_grid = sample_on_grid(uh, case_spec["eval_grid"], h)
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(size / h), "element_degree": DEGREE,
+        "mesh_resolution": round(size / h), "element_degree": element_degree(V),
         "num_dofs": V.dofmap.index_map.size_global, "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),
     })

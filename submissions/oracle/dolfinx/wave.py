@@ -12,7 +12,7 @@ from dolfinx import fem
 from dolfinx.fem.petsc import assemble_matrix, assemble_vector
 from petsc4py import PETSc
 
-from _oracle_common import (LinearStep, direct_solver_options, domain_size, forcing_of, linear_solver,
+from _oracle_common import (element_degree, LinearStep, direct_solver_options, domain_size, forcing_of, linear_solver,
                             sample_on_grid, scalar_transient_setup, to_ufl)
 from _outputs import write_outputs
 
@@ -59,7 +59,7 @@ def solve(case_spec):
         u_n.x.array[:] = u_next.x.array
     axes, u_grid = sample_on_grid(u_n, case_spec["eval_grid"], s["h"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain_size(case_spec["domain"]) / s["h"]), "element_degree": DEGREE,
+        "mesh_resolution": round(domain_size(case_spec["domain"]) / s["h"]), "element_degree": element_degree(s["V"]),
         "num_dofs": V.dofmap.index_map.size_global, "num_time_steps": s["steps"], "dt": dt,
         "time_scheme": "newmark_average_acceleration", "ksp_type": "preonly", "pc_type": "lu",
         "converged": bool(reason > 0), "converged_reason": int(reason),

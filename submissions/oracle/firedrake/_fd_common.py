@@ -10,6 +10,7 @@ import firedrake as fd
 import numpy as np
 import ufl
 
+from _calibration import discretization, largest_time_step
 from _expressions import expression_to_ufl
 from _geometry import mesh_domain
 from _outputs import grid_points
@@ -39,7 +40,8 @@ class Domain:
         kind, params = spec["type"], spec.get("geometry_params", {})
         self.dim = 3 if "nz" in case_spec["eval_grid"] else 2
         self.size = domain_size(spec)
-        self.h = self.size / (cells_3d if self.dim == 3 else cells_2d)
+        _, cells = discretization(None, cells_3d if self.dim == 3 else cells_2d)  # calibration runs: theirs
+        self.h = self.size / cells
         periodic = case_spec.get("bc", {}).get("periodic")
         if kind in ("unit_square", "periodic_square"):
             x0, x1, y0, y1 = params.get("bounds", (0, 1, 0, 1))
@@ -152,7 +154,7 @@ STARTUP_SUBSTEPS = 4  # the first step as implicit Euler sub-steps (as the DOLFI
 
 def time_grid(time_spec, min_steps=10):
     t0, t_end = time_spec.get("t0", 0.0), time_spec["t_end"]
-    steps = max(min_steps, math.ceil((t_end - t0) / DT_MAX))
+    steps = max(min_steps, math.ceil((t_end - t0) / largest_time_step(DT_MAX)))
     return t0, (t_end - t0) / steps, steps
 
 
@@ -221,7 +223,16 @@ def run_newton_steps(F, uh, u_old, dirichlet, stepping, prefix):
 def scalar_space(case_spec, cells_2d, cells_3d, degree, handled=("neumann", "robin", "periodic")):
     check_bc_kinds(case_spec.get("bc", {}), handled)
     domain = Domain(case_spec, cells_2d, cells_3d)
-    return domain, fd.FunctionSpace(domain.mesh, "CG", degree)
+    return domain, fd.FunctionSpace(domain.mesh, "CG", calibrated_degree(degree))
+
+
+def calibrated_degree(degree):
+    """The oracle's degree, or the calibration settings' in a calibration run."""
+    return discretization(degree, None)[0]
+
+
+def element_degree(V):
+    return V.ufl_element().embedded_superdegree
 
 
 def initial_function(V, case_spec, domain):

@@ -7,8 +7,8 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (LU, Dirichlet, Domain, check_bc_kinds, conditions, converged, forcing_of, sample_on_grid,
-                        to_ufl)
+from _fd_common import (calibrated_degree, check_bc_kinds, conditions, converged, Dirichlet, Domain, element_degree,
+                        forcing_of, LU, sample_on_grid, to_ufl)
 from _outputs import write_outputs
 
 DEGREE = 2
@@ -23,7 +23,7 @@ def solve(case_spec):
         raise ValueError("a biharmonic case needs lap(u) on the boundary (bc.laplacian)")
     check_bc_kinds(bc, ("laplacian",))
     domain = Domain(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D)
-    V = fd.FunctionSpace(domain.mesh, "CG", DEGREE)
+    V = fd.FunctionSpace(domain.mesh, "CG", calibrated_degree(DEGREE))
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
     a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
     minus_laplacian = {"dirichlet": [{"on": c["on"], "value": f"-({c['value']})"} for c in conditions(bc, "laplacian")]}
@@ -37,5 +37,5 @@ def solve(case_spec):
         ok = ok and converged(solver)
     axes, (u_grid,) = sample_on_grid([uh], case_spec["eval_grid"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": 2 * V.dim(),
+        "mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": 2 * V.dim(),
         "method": "ciarlet_raviart_mixed", "ksp_type": "preonly", "pc_type": "lu", "converged": ok})

@@ -11,7 +11,7 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (LU, Dirichlet, Stepping, converged, forcing_of, initial_function, natural_term,
+from _fd_common import (element_degree, LU, Dirichlet, Stepping, converged, forcing_of, initial_function, natural_term,
                         run_linear_steps, sample_on_grid, scalar_space, to_ufl)
 from _outputs import write_outputs
 
@@ -39,7 +39,7 @@ def solve(case_spec):
     def weak(w):
         return (eps * ufl.inner(ufl.grad(w), ufl.grad(v)) + ufl.dot(beta, ufl.grad(w)) * v) * ufl.dx
 
-    info = {"mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": V.dim(),
+    info = {"mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": V.dim(),
             "stabilization": "supg", "ksp_type": "preonly", "pc_type": "lu"}
     if "time" not in pde:
         f = to_ufl(forcing_of(pde), mesh)

@@ -7,8 +7,8 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (Dirichlet, Stepping, forcing_of, initial_function, natural_term, run_linear_steps,
-                        sample_on_grid, scalar_space, to_ufl)
+from _fd_common import (Dirichlet, element_degree, forcing_of, initial_function, natural_term, run_linear_steps,
+                        sample_on_grid, scalar_space, Stepping, to_ufl)
 from _outputs import write_outputs
 
 DEGREE = 2
@@ -35,5 +35,5 @@ def solve(case_spec):
     ok = run_linear_steps(a, L, u_new, u_old, Dirichlet(V, domain, bc, s.t_new), s, "heat")
     axes, (u_grid,) = sample_on_grid([u_new], case_spec["eval_grid"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": V.dim(),
+        "mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": V.dim(),
         "ksp_type": "preonly", "pc_type": "lu", "converged": ok, **s.info()})

@@ -8,7 +8,7 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import (LU, Dirichlet, converged, domain_size, forcing_of, natural_term, sample_on_grid,
+from _fd_common import (element_degree, LU, Dirichlet, converged, domain_size, forcing_of, natural_term, sample_on_grid,
                         scalar_space, to_ufl)
 from _outputs import write_outputs
 
@@ -34,5 +34,5 @@ def solve(case_spec):
     solver.solve()
     axes, (u_grid,) = sample_on_grid([uh], case_spec["eval_grid"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": V.dim(),
+        "mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": V.dim(),
         "ksp_type": "preonly", "pc_type": "lu", "converged": converged(solver)})

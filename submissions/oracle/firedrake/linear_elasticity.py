@@ -8,7 +8,8 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import LU, Dirichlet, Domain, check_bc_kinds, converged, forcing_of, sample_on_grid, to_ufl
+from _fd_common import (calibrated_degree, check_bc_kinds, converged, Dirichlet, Domain, element_degree, forcing_of,
+                        LU, sample_on_grid, to_ufl)
 from _materials import lame
 from _outputs import vector_outputs, write_outputs
 
@@ -22,7 +23,7 @@ def solve(case_spec):
     pde, bc = case_spec["pde"], case_spec.get("bc", {})
     check_bc_kinds(bc, ())
     domain = Domain(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D)
-    V = fd.VectorFunctionSpace(domain.mesh, "CG", DEGREE)
+    V = fd.VectorFunctionSpace(domain.mesh, "CG", calibrated_degree(DEGREE))
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
     mu, lmbda = lame(pde["params"])
 
@@ -39,5 +40,5 @@ def solve(case_spec):
     solver.solve()
     axes, (u_grid,) = sample_on_grid([uh], case_spec["eval_grid"])
     write_outputs(vector_outputs(case_spec, u_grid), axes, started, {
-        "mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": V.dim(),
+        "mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": V.dim(),
         "ksp_type": "preonly", "pc_type": "lu", "converged": converged(solver)})

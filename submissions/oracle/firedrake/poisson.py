@@ -6,7 +6,8 @@ import time
 import firedrake as fd
 import ufl
 
-from _fd_common import LU, Dirichlet, Domain, check_bc_kinds, converged, natural_term, sample_on_grid, to_ufl
+from _fd_common import (calibrated_degree, check_bc_kinds, converged, Dirichlet, Domain, element_degree, LU,
+                        natural_term, sample_on_grid, to_ufl)
 from _outputs import write_outputs
 
 DEGREE = 2
@@ -19,7 +20,7 @@ def solve(case_spec):
     pde, bc = case_spec["pde"], case_spec.get("bc", {})
     check_bc_kinds(bc, ("neumann", "robin", "periodic"))
     domain = Domain(case_spec, CELLS_PER_LENGTH, CELLS_PER_LENGTH_3D)
-    V = fd.FunctionSpace(domain.mesh, "CG", DEGREE)
+    V = fd.FunctionSpace(domain.mesh, "CG", calibrated_degree(DEGREE))
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
     kappa = to_ufl(pde.get("params", {}).get("kappa", 1.0), domain.mesh)
     f = to_ufl(pde.get("forcing", {}).get("value", 0.0), domain.mesh)
@@ -31,6 +32,6 @@ def solve(case_spec):
     solver.solve()
     axes, (u_grid,) = sample_on_grid([uh], case_spec["eval_grid"])
     write_outputs(u_grid, axes, started, {
-        "mesh_resolution": round(domain.size / domain.h), "element_degree": DEGREE, "num_dofs": V.dim(),
+        "mesh_resolution": round(domain.size / domain.h), "element_degree": element_degree(V), "num_dofs": V.dim(),
         "ksp_type": "preonly", "pc_type": "lu", "converged": converged(solver),
     })

@@ -1,0 +1,128 @@
+"""Issue 11's validity ladder: what each rung of solvers gets on a whole track.
+
+    .venv/bin/python benchmarks/validity.py [--library dolfinx] [--jobs 2] [--runs 3]
+        [--rungs oracle,oracle-again,textbook,boundary_data,...] [--reuse]
+
+Rungs (each a pytest run of the plugin over the bundled cases, JSON report in
+reports/validity/<rung>.json; --reuse prints from the reports already there):
+- ``oracle`` and ``oracle-again``: the strong oracle twice (goal: 100% PASS, and the same
+  verdict on >= 99.5% of items between the two; t_agent / t_base near 1);
+- ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
+- ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
+  dishonest solvers of tests/data/dishonest (goal: 0 PASS);
+and, static over the suite (no solver runs), the errors of the dishonest rungs and of
+the reference with 1% noise against every record's tau_acc (leaks.rung_errors).
+Prints figures; asserts nothing (tests/test_validity.py keeps the dishonest rungs at 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pytest_pdebench.cases import load_cases  # noqa: E402
+from pytest_pdebench.leaks import RUNGS, rung_errors  # noqa: E402
+from pytest_pdebench.report import outcome_table  # noqa: E402
+
+DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros")
+SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "textbook": "submissions/textbook",
+           **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST}}
+OUT = REPO / "reports" / "validity"
+
+
+def run_rung(rung: str, library: str, jobs: int, runs: int) -> tuple[list[dict], float | None]:
+    """(verdicts, wall seconds of the run or None when reused)."""
+    report = OUT / f"{library}-{rung}.json"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
+               f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
+               f"--pde-output={OUT / 'runs' / library / rung}", "--json-report", f"--json-report-file={report}"]
+    if jobs > 1:
+        command += ["-n", str(jobs)]
+    started = time.perf_counter()
+    print(f"running {rung}: {' '.join(command[2:])}", flush=True)
+    subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL)
+    return verdicts_of(report), time.perf_counter() - started
+
+
+def verdicts_of(report: Path) -> list[dict]:
+    data = json.loads(report.read_text())
+    return [t["metadata"]["pde"] for t in data.get("tests", []) if "pde" in t.get("metadata", {})]
+
+
+def ratio_line(verdicts: list[dict]) -> str:
+    ratios = sorted(v["t_agent"] / v["t_base"] for v in verdicts if v.get("t_agent") and v.get("t_base"))
+    if not ratios:
+        return "t_agent / t_base: no timed items"
+    pick = lambda q: ratios[min(len(ratios) - 1, int(q * len(ratios)))]  # noqa: E731
+    return (f"t_agent / t_base over {len(ratios)} timed items: median {statistics.median(ratios):.2f}, "
+            f"5th pct {pick(0.05):.2f}, 95th pct {pick(0.95):.2f}, max {ratios[-1]:.2f}")
+
+
+def stability(first: list[dict], second: list[dict]) -> str:
+    a = {(v["case_id"], v["library"]): v["outcome"] for v in first}
+    b = {(v["case_id"], v["library"]): v["outcome"] for v in second}
+    common = a.keys() & b.keys()
+    same = sum(a[k] == b[k] for k in common)
+    changed = Counter(f"{a[k]} -> {b[k]}" for k in common if a[k] != b[k])
+    return (f"same verdict on {same} of {len(common)} items ({100 * same / max(1, len(common)):.1f}%)"
+            + (f"; changed: {dict(changed)}" if changed else ""))
+
+
+def static_rungs(library: str) -> str:
+    from tabulate import tabulate
+
+    counts: dict[str, Counter] = {}
+    for path, _, record in load_cases(REPO / "cases"):
+        thresholds = record.evaluation_metadata.thresholds.get(library)
+        if library not in record.supported_libraries or thresholds is None:
+            continue
+        row = counts.setdefault(record.family, Counter())
+        row["cases"] += 1
+        for rung, error in rung_errors(record, path.parent).items():
+            row[rung] += error <= thresholds.tau_acc
+    total = sum(counts.values(), Counter())
+    rows = [[family, row["cases"], *(row[r] for r in RUNGS)] for family, row in sorted(counts.items())]
+    return tabulate(rows + [["all", total["cases"], *(total[r] for r in RUNGS)]],
+                    headers=["family", "cases", *(f"{r}: PASS" for r in RUNGS)])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", default="dolfinx")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per item (the plugin's default: 3)")
+    parser.add_argument("--rungs", default=",".join(SOURCES))
+    parser.add_argument("--reuse", action="store_true", help="print from the reports already written")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for rung in args.rungs.split(","):
+        report = OUT / f"{args.library}-{rung}.json"
+        if args.reuse and report.is_file():
+            results[rung] = (verdicts_of(report), None)
+        else:
+            results[rung] = run_rung(rung, args.library, args.jobs, args.runs)
+    for rung, (verdicts, seconds) in results.items():
+        took = f", {seconds / 60:.1f} min with -n {args.jobs}" if seconds else ""
+        print(f"\n== {rung} ({SOURCES[rung]}): {len(verdicts)} items{took}")
+        print(outcome_table(verdicts))
+        if rung.startswith("oracle") or rung == "textbook":
+            print(ratio_line(verdicts))
+    if "oracle" in results and "oracle-again" in results:
+        print(f"\nverdict stability, oracle twice: {stability(results['oracle'][0], results['oracle-again'][0])}")
+    print(f"\n== static dishonest rungs over cases/ ({args.library} tau_acc; no solver runs)")
+    print(static_rungs(args.library))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
