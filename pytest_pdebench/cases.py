@@ -164,6 +164,7 @@ class EvaluationConfig(Strict):
     alpha_acc: float = Field(default=10.0, gt=0)
     alpha_time: float = Field(default=3.0, gt=0)
     tau_min: float = Field(default=1e-6, ge=0)
+    tau_max: float = Field(default=8e-3, gt=0)  # ours, not the paper's: calibration.py
 
 
 class Thresholds(Strict):

@@ -186,18 +186,22 @@ def _with_calibration_configs(records: list, upstream: str, pools=None) -> list:
 def _calibration_configs(args) -> int:
     """Draw the calibration settings of the records in place (nothing else changes), or
     with --refine LIBRARY: give a finer mesh to the cases whose baseline error on this
-    machine's calibration of LIBRARY is at or above REFINE_ABOVE."""
+    machine's calibration of LIBRARY is at or above REFINE_ABOVE. Imported records keep
+    their own settings, and so do settings adjusted by hand (the reason is in the source)."""
     from .cases import case_files, iter_case_file, write_case_file
+
+    def redrawn(record) -> bool:
+        config = record.evaluation_metadata.calibration_config
+        return not (config and (config.upstream_oracle is not None or "adjusted" in config.source))
 
     pools = None if args.refine else _upstream_pools(args.upstream)
     for file in case_files(Path(args.cases)):
         records = [record for _, record in iter_case_file(file)]
+        chosen = [r for r in records if not args.family or r.family in args.family]
         if args.refine:
-            changed = _refine_settings(records, args.refine, Path(args.calibrations))
+            changed = _refine_settings(chosen, args.refine, Path(args.calibrations))
         else:
-            kept = [r for r in records if r.evaluation_metadata.calibration_config
-                    and r.evaluation_metadata.calibration_config.upstream_oracle is not None]  # imported: own
-            changed = len(_with_calibration_configs([r for r in records if r not in kept], args.upstream, pools))
+            changed = len(_with_calibration_configs([r for r in chosen if redrawn(r)], args.upstream, pools))
         write_case_file(file, records)
         print(f"{file}: calibration settings {'refined' if args.refine else 'drawn'} for {changed} of "
               f"{len(records)} records")
@@ -392,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     configs.add_argument("--refine", metavar="LIBRARY", help="instead: finer meshes where this machine's "
                          "calibration of LIBRARY has e_base >= 1e-3")
     configs.add_argument("--calibrations", default="calibrations")
+    configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
     configs.set_defaults(func=_calibration_configs)
 
     summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")

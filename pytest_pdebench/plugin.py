@@ -27,6 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-alpha-acc", type=float, metavar="A", help="accuracy multiplier (default: case, 10)")
     group.addoption("--pde-alpha-time", type=float, metavar="A", help="runtime multiplier (default: case, 3)")
     group.addoption("--pde-tau-min", type=float, metavar="TAU", help="accuracy floor (default: case, 1e-6)")
+    group.addoption("--pde-tau-max", type=float, metavar="TAU",
+                    help="accuracy cap (default: case, 8e-3; not in the paper: use 1 to leave it out)")
     group.addoption("--pde-memory-mb", type=int, default=8192, metavar="MB", help="address-space limit per run")
     group.addoption("--pde-sandbox", choices=("bubblewrap", "none"), default="bubblewrap",
                     help="isolation backend; 'none' runs solvers unsandboxed (unsafe)")

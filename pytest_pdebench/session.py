@@ -116,7 +116,7 @@ class PdeRun:
         settings = Settings(
             output_dir=output.resolve(), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
             sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
-            alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min),
+            alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
         )
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
         return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,

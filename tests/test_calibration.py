@@ -21,15 +21,16 @@ def record(**changes) -> CaseRecord:
 
 
 def test_thresholds_follow_equation_2():
-    resolved = ResolvedThresholds.from_baseline(2e-4, 1.5, 10, 3, 1e-6, "x")
+    resolved = ResolvedThresholds.from_baseline(2e-4, 1.5, 10, 3, 1e-6, 8e-3, "x")
     assert resolved.tau_acc == pytest.approx(2e-3)
     assert resolved.tau_time == pytest.approx(4.5)
-    assert ResolvedThresholds.from_baseline(1e-9, 1.0, 10, 3, 1e-6, "x").tau_acc == 1e-6  # the floor
+    assert ResolvedThresholds.from_baseline(1e-9, 1.0, 10, 3, 1e-6, 8e-3, "x").tau_acc == 1e-6  # the floor
+    assert ResolvedThresholds.from_baseline(4e-2, 1.0, 10, 3, 1e-6, 8e-3, "x").tau_acc == 8e-3  # the cap
 
 
 def test_option_alphas_override_the_case():
-    assert Alphas().resolve(record(alpha_acc=20)) == (20, 3, 1e-6)
-    assert Alphas(alpha_acc=5, tau_min=1e-3).resolve(record(alpha_acc=20)) == (5, 3, 1e-3)
+    assert Alphas().resolve(record(alpha_acc=20)) == (20, 3, 1e-6, 8e-3)
+    assert Alphas(alpha_acc=5, tau_min=1e-3, tau_max=1).resolve(record(alpha_acc=20)) == (5, 3, 1e-3, 1)
 
 
 @pytest.mark.parametrize("e_base, t_base, info, norm, problem", [
@@ -153,7 +154,8 @@ def test_only_calibration_runs_get_the_calibration_settings(tmp_path):
               f"--pde-calibrations={tmp_path / 'calibrations'}", "-q"]
     verdicts = {}
     for mode in ("calibration", "evaluation"):
-        extra = ["--pde-calibrate"] if mode == "calibration" else []
+        # the strong oracle outlasts a P1/16 baseline's 3 x t_base: time is not what this test is about
+        extra = ["--pde-calibrate"] if mode == "calibration" else ["--pde-alpha-time=1000"]
         done = subprocess.run([sys.executable, "-m", "pytest", *common, *extra, f"--pde-output={tmp_path / mode}"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert "1 passed" in done.stdout, done.stdout[-2000:]

@@ -76,7 +76,7 @@ namespace pdebench
     , flow(c.family == "stokes" || c.family == "navier_stokes")
     , convective(c.family == "navier_stokes")
     , h(c.mesh_size_or(flow ? (dim == 2 ? 0.05 : 0.2) : (dim == 2 ? 0.035 : 0.2)))
-    , fe(FE_Q<dim>(flow ? 2 : c.degree_or(2)), dim, FE_Q<dim>(1), flow ? 1 : 0)  // flows stay Taylor-Hood  // no pressure block for elasticity
+    , fe(FE_Q<dim>(flow ? 2 : c.degree_or(2)), dim, FE_Q<dim>(1), flow ? 1 : 0)  // flows stay Taylor-Hood; no pressure block for elasticity
     , mapping(2)
     , dh(tria)
   {
@@ -252,7 +252,7 @@ namespace pdebench
     json info;
     info["mesh_resolution"] = int(std::round(domain.size / h));
     info["element_degree"] = fe.base_element(0).degree;
-    info["elements"] = flow ? "Q2-Q1 Taylor-Hood" : "Q2 vector";
+    info["elements"] = flow ? "Q2-Q1 Taylor-Hood" : "Q" + std::to_string(fe.base_element(0).degree) + " vector";
     info["num_dofs"] = dh.n_dofs();
     info["num_cells"] = tria.n_active_cells();
     info["newton_iterations"] = newton_iterations;
