@@ -54,8 +54,11 @@ def machine_key() -> str:
 def case_fingerprint(record: CaseRecord) -> str:
     """Hash of everything that changes what a solver computes or is compared with."""
     meta = record.evaluation_metadata
+    config = meta.calibration_config.model_dump(exclude_none=True) if meta.calibration_config else None
     payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
                "reference_path": meta.reference_path}
+    if config:  # a new baseline setting invalidates the old baseline
+        payload["calibration_settings"] = config["settings"]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 

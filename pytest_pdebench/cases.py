@@ -177,11 +177,28 @@ class Thresholds(Strict):
     calibrated_at: Optional[str] = None
 
 
+class CalibrationSetting(Strict):
+    """The discretization the oracle uses as a library's calibration baseline (the paper's
+    "standard calibration configuration"). Only the calibration run sees it, as
+    ``calibration_config.json`` in its working folder; the agent never does."""
+
+    element_degree: int = Field(ge=1, le=3)  # Taylor-Hood flows: the velocity degree (pressure one lower)
+    cells_per_side: int = Field(ge=2, le=1024)  # mesh size h = L / cells_per_side, L the domain's largest side
+    dt: Optional[float] = Field(default=None, gt=0)  # largest time step (transient families only)
+    solver: Literal["direct"] = "direct"
+
+
+class CalibrationConfig(Strict):
+    source: str  # where the settings come from (an upstream record, or the draw that made them)
+    settings: dict[Library, CalibrationSetting]
+    upstream_oracle: Optional[dict[str, Any]] = None  # imported records: the upstream oracle_config's solver part
+
+
 class EvaluationMetadata(Strict):
     construction_method: Literal["manufactured_solution", "reference_numerical"]
     manufactured_solution: Optional[dict[str, ExpressionOrVector]] = None
     reference_config: Optional[dict[str, Any]] = None
-    calibration_config: Optional[dict[str, Any]] = None
+    calibration_config: Optional[CalibrationConfig] = None
     reference_path: Optional[str] = None
     calibration_path: Optional[str] = None
     thresholds: dict[Library, Thresholds] = Field(default_factory=dict)

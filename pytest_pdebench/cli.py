@@ -12,6 +12,7 @@
                                             exact solution (needs DOLFINx)
     pdebench calibration-summary            e_base, tau_acc and t_base distributions
     pdebench build-suite                    the full suite from build/design_matrix.toml
+    pdebench calibration-configs [CASES]    draw the records' calibration settings again
     pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
                                             away, and what solvers that solve nothing pass
     pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
@@ -27,6 +28,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path.cwd()
+UPSTREAM_FILE = "../shared/upstream/benchmark_v2.jsonl"
 
 
 def _schema(args) -> int:
@@ -49,7 +51,7 @@ def _build_starter(args) -> int:
     from .cases import rewrite_case_file
 
     path = Path(args.output)
-    records = starter_records()
+    records = _with_calibration_configs(starter_records(), args.upstream)
     rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
@@ -109,14 +111,18 @@ def _table(args) -> int:
 def _import_upstream(args) -> int:
     from collections import Counter
 
-    from .build.upstream import import_file
+    from .build.upstream import import_file, reason_group
     from .cases import rewrite_case_file
 
     source = Path(args.source)
     if not source.is_file():
         print(f"no upstream file at {source}: pass its path (benchmark_v2.jsonl of PDEAgent-Bench)", file=sys.stderr)
         return 2
-    records, problems = import_file(source)
+    def progress(line, case_id):
+        if line % 25 == 0:
+            print(f"line {line}: {case_id}", file=sys.stderr, flush=True)
+
+    records, problems = import_file(source, progress)
     output = Path(args.output)
     rewrite_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")
@@ -125,6 +131,17 @@ def _import_upstream(args) -> int:
     print(f"imported {len(records)} records to {output}; {len(problems)} rejected (reasons in {rejected})")
     for family, count in sorted(Counter(r.family for r in records).items()):
         print(f"  {family:22s} {count}")
+    # issue 11: what the importer changed so that the data no longer give the answer away
+    hidden = [r for r in records if "imported_hidden_data" in r.tags.structure]
+    bumped = sum("imported_added_component" in r.tags.structure for r in hidden)
+    conditions = sum(len(r.case_spec.bc.conditions(kind)) for r in hidden
+                     for kind in ("dirichlet", "neumann", "robin", "laplacian"))
+    print(f"data hidden in {len(hidden)} manufactured records: {conditions} boundary conditions, "
+          f"{bumped} solutions with an added component")
+    if problems:
+        print("rejected:")
+        for reason, count in Counter(reason_group(reason) for _, _, reason in problems).most_common():
+            print(f"  {count:4d}  {reason[:160]}")
     return 0
 
 
@@ -159,9 +176,40 @@ def _build_suite(args) -> int:
             print(f"[{index}/{total}] {case_id}", flush=True)
 
     path = Path(args.output)
-    records = suite_records(progress=progress)
+    pools = _upstream_pools(args.upstream)  # before the long build: a missing file stops here
+    records = _with_calibration_configs(suite_records(progress=progress), args.upstream, pools)
     rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
+    return 0
+
+
+def _upstream_pools(upstream: str):
+    from .build.calibration_configs import MissingUpstream, read_distribution
+
+    try:
+        return read_distribution(Path(upstream))
+    except MissingUpstream as exc:
+        raise SystemExit(f"pdebench: {exc}; pass --upstream FILE") from None
+
+
+def _with_calibration_configs(records: list, upstream: str, pools=None) -> list:
+    from .build.calibration_configs import attach
+
+    return attach(records, pools or _upstream_pools(upstream))
+
+
+def _calibration_configs(args) -> int:
+    """Draw the calibration settings of the records in place (nothing else changes)."""
+    from .cases import case_files, iter_case_file, write_case_file
+
+    pools = _upstream_pools(args.upstream)
+    for file in case_files(Path(args.cases)):
+        records = [record for _, record in iter_case_file(file)]
+        kept = [r for r in records if r.evaluation_metadata.calibration_config
+                and r.evaluation_metadata.calibration_config.upstream_oracle is not None]  # imported: their own
+        _with_calibration_configs([r for r in records if r not in kept], args.upstream, pools)
+        write_case_file(file, records)
+        print(f"{file}: calibration settings drawn for {len(records) - len(kept)} of {len(records)} records")
     return 0
 
 
@@ -282,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
 
     starter = commands.add_parser("build-starter", help="derive the starter cases with sympy")
     starter.add_argument("--output", default="tests/cases/starter.jsonl")
+    starter.add_argument("--upstream", default=UPSTREAM_FILE)
     starter.set_defaults(func=_build_starter)
 
     calibrate = commands.add_parser("calibrate", help="measure e_base and t_base with the oracle on this machine")
@@ -307,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     table.set_defaults(func=_table)
 
     upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
-    upstream.add_argument("source", nargs="?", default="../shared/upstream/benchmark_v2.jsonl")
+    upstream.add_argument("source", nargs="?", default=UPSTREAM_FILE)
     upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
                           help="where to write (keep it out of git: derived from CC BY data)")
     upstream.set_defaults(func=_import_upstream)
@@ -315,7 +364,15 @@ def main(argv: list[str] | None = None) -> int:
     suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
     suite.add_argument("--output", default="cases/suite.jsonl",
                        help="where to write (built fields of existing records are kept)")
+    suite.add_argument("--upstream", default=UPSTREAM_FILE, help="the upstream records the calibration "
+                       "settings are drawn from (read, never committed)")
     suite.set_defaults(func=_build_suite)
+
+    configs = commands.add_parser("calibration-configs", help="draw the records' calibration settings again "
+                                  "(in place; after a change of RESOLUTION_SCALE)")
+    configs.add_argument("cases", nargs="?", default="cases")
+    configs.add_argument("--upstream", default=UPSTREAM_FILE)
+    configs.set_defaults(func=_calibration_configs)
 
     summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
     summary.add_argument("--library", default="dolfinx")

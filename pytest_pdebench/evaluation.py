@@ -18,6 +18,9 @@ What is timed (the same for submissions and for the calibration baseline):
   the first run into the read-only kernel store (``kernel_cache.py``).
 * Outputs are read once, as regular files of the run's own folder (``run_files.py``).
 * Timed runs happen only for submissions that passed the accuracy gate.
+* Calibration runs (``--pde-calibrate``) also get ``calibration_config.json``: the
+  record's calibration settings for the library, which the oracle then uses instead of
+  its own strong ones. No evaluation run ever sees that file.
 
 Each item leaves an audit directory: case_spec.json, the solver files, stdout.txt,
 stderr.txt, solution.npz, meta.json and verdict.json.
@@ -46,6 +49,8 @@ from .sandbox import Limits, get_backend
 from .submissions import Submission
 
 VERDICT_FILE = "verdict.json"
+# written beside case_spec.json in calibration runs only: the oracle's calibration settings
+CALIBRATION_SETTING_FILE = "calibration_config.json"
 # bumped when what a verdict means changes (2: outputs read without links, kernel store),
 # so --pde-resume never reuses a verdict earned under older rules
 HARNESS_REVISION = 2
@@ -121,6 +126,13 @@ class Verdict:
         return cls(**known)
 
 
+def calibration_setting(record: CaseRecord, library: str) -> dict | None:
+    """The settings the oracle calibrates this item with, or None (then it uses its own)."""
+    config = record.evaluation_metadata.calibration_config
+    setting = config.settings.get(library) if config else None
+    return setting.model_dump(exclude_none=True) if setting else None
+
+
 def item_directory(settings: Settings, library: str, case_id: str) -> Path:
     return settings.output_dir / library / case_id
 
@@ -153,6 +165,8 @@ class ItemRun:
         store = self.track.kernel_store(self.runtime, submission.fingerprint) or item_dir / ".kernels"
         self.kernels = KernelCache(store, self.track.kernel_rules)
         self.count = 0
+        # calibration runs only: the record's calibration baseline settings for this library
+        self.calibration_setting = calibration_setting(record, library) if settings.calibrate else None
         self.executable: Path | None = None
         self.harvest: Harvest | None = None
 
@@ -165,6 +179,8 @@ class ItemRun:
 
     def _write_inputs(self, directory: Path) -> None:
         (directory / "case_spec.json").write_text(json.dumps(agent_view(self.record, self.library), indent=1))
+        if self.calibration_setting is not None:
+            (directory / CALIBRATION_SETTING_FILE).write_text(json.dumps(self.calibration_setting))
         if self.executable is not None:  # compiled tracks run the program, not the sources
             shutil.copy2(self.executable, directory / self.executable.name)
             return
