@@ -111,14 +111,18 @@ def _table(args) -> int:
 def _import_upstream(args) -> int:
     from collections import Counter
 
-    from .build.upstream import import_file
+    from .build.upstream import import_file, reason_group
     from .cases import rewrite_case_file
 
     source = Path(args.source)
     if not source.is_file():
         print(f"no upstream file at {source}: pass its path (benchmark_v2.jsonl of PDEAgent-Bench)", file=sys.stderr)
         return 2
-    records, problems = import_file(source)
+    def progress(line, case_id):
+        if line % 25 == 0:
+            print(f"line {line}: {case_id}", file=sys.stderr, flush=True)
+
+    records, problems = import_file(source, progress)
     output = Path(args.output)
     rewrite_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")
@@ -127,6 +131,17 @@ def _import_upstream(args) -> int:
     print(f"imported {len(records)} records to {output}; {len(problems)} rejected (reasons in {rejected})")
     for family, count in sorted(Counter(r.family for r in records).items()):
         print(f"  {family:22s} {count}")
+    # issue 11: what the importer changed so that the data no longer give the answer away
+    hidden = [r for r in records if "imported_hidden_data" in r.tags.structure]
+    bumped = sum("imported_added_component" in r.tags.structure for r in hidden)
+    conditions = sum(len(r.case_spec.bc.conditions(kind)) for r in hidden
+                     for kind in ("dirichlet", "neumann", "robin", "laplacian"))
+    print(f"data hidden in {len(hidden)} manufactured records: {conditions} boundary conditions, "
+          f"{bumped} solutions with an added component")
+    if problems:
+        print("rejected:")
+        for reason, count in Counter(reason_group(reason) for _, _, reason in problems).most_common():
+            print(f"  {count:4d}  {reason[:160]}")
     return 0
 
 

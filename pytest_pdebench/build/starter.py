@@ -6,6 +6,7 @@ covers, on five 2-D domains and the unit cube. Written to ``tests/cases/starter.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -227,24 +228,22 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     domain = _domain_block(design, geometry, params)
     hiding = None
     if hide_solution and not design.smoke:
-        hiding = _Hiding(design, geometry, {"pde": pde, "domain": domain, "eval_grid": eval_grid})
-        design = hiding.design
+        hiding = _hiding(design, geometry, {"pde": pde, "domain": domain, "eval_grid": eval_grid})
+        if hiding.bumped:
+            u = hiding.solution["u"]
+            design = dataclasses.replace(design, u=tuple(u) if isinstance(u, list) else u)
     # a bumped solution's data is long: sympy's simplify would take minutes on it
     with mms.simplify_limit(0) if hiding and hiding.bumped else contextlib.nullcontext():
         pde["forcing"] = {"type": "expression",
                           "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
         exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
                  else mms.text(mms.parse_expression(design.u)))
-        bc = _manufactured_bc(design, geometry, pde_params, exact, dim)
-        if design.family == "biharmonic":  # the second condition of a fourth-order problem
-            bc["laplacian"] = {"on": "boundary", "value": mms.laplacian(design.u, dim)}
+        bc = mms.fill_boundary_data(_manufactured_bc(design, geometry), design.family, pde_params, design.u, dim)
     if hiding:
         hiding.hide(bc)
     case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
     if transient:
-        case_spec["ic"] = {"value": mms.initial_value(design.u, 0.0)}
-        if design.family == "wave":
-            case_spec["ic"]["velocity"] = mms.initial_velocity(design.u, 0.0)
+        case_spec["ic"] = mms.initial_condition(design.family, design.u, 0.0)
     metadata = {"construction_method": "manufactured_solution", "manufactured_solution": {**design.exact(), "u": exact}}
     if hide_solution:
         metadata["data_revision"] = DATA_REVISION
@@ -254,58 +253,20 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     return record
 
 
-class _Hiding:
-    """A design's solution with a bump where it needs one, and its boundary data hidden
-    (build/hiding.py)."""
+def _hiding(design: Design, geometry, case_spec: dict):
+    """A design's solution with a bump where it needs one, and the means to hide its
+    boundary data (build/hiding.py)."""
+    from ..cases import Output
+    from .hiding import Hiding
 
-    def __init__(self, design: Design, geometry, case_spec: dict):
-        import dataclasses
-
-        from .. import leaks
-        from ..cases import Output
-        from ..expressions import expression_to_string
-        from ..pdes import exact
-        from . import hiding, mms
-
-        self.design, self.geometry = design, geometry
-        self.sample = leaks.GridSample.of(case_spec)
-        self.names = Output.model_validate(_output_block(design)).arrays
-        read = lambda v: exact(mms.parse_expression(v))  # noqa: E731
-        solution = {"u": [read(c) for c in design.u] if isinstance(design.u, tuple) else read(design.u)}
-        if design.p is not None:
-            solution["p"] = read(design.p)
-        dim, transient = geometry.dim, design.t_end is not None
-        bumped = hiding.with_bump(design.id, design.family, design.pde_params(), solution, geometry, self.sample,
-                                    self.names, dim, transient, design.periodic)
-        self.bumped = bumped is not solution
-        u = bumped["u"]
-        text = expression_to_string
-        if self.bumped:  # an untouched solution keeps its text (0.3 stays 0.3, not 3/10)
-            design = dataclasses.replace(design, u=tuple(text(c) for c in u) if isinstance(u, list) else text(u))
-        self.design = design
-        self.targets = leaks.output_columns(hiding._values(u, self.sample.points, self.sample.t_end), self.names)
-
-    def hide(self, bc: dict) -> None:
-        """Every boundary condition's data: + phi * w, phi zero where it applies."""
-        from . import hiding, mms
-
-        for kind in ("dirichlet", "neumann", "robin", "laplacian"):
-            conditions = bc.get(kind)
-            for index, condition in enumerate(conditions if isinstance(conditions, list) else [conditions]):
-                if condition is None:
-                    continue
-                value = condition["value"]
-                parsed = [mms.parse_expression(v) for v in value] if isinstance(value, list) \
-                    else mms.parse_expression(value)
-                condition["value"] = hiding.hidden(parsed, self.geometry, condition["on"], self.design.id,
-                                                   f"{kind}{index}", self.targets, self.names, self.sample,
-                                                   self.design.periodic)
+    names = Output.model_validate(_output_block(design)).arrays
+    return Hiding(design.id, design.family, design.pde_params(), design.exact(), geometry, case_spec, names,
+                  design.periodic)
 
 
-def _manufactured_bc(design: Design, geometry, pde_params: dict, exact, dim: int) -> dict:
-    """Dirichlet data everywhere except on Neumann/Robin sides and periodic pairs."""
-    from . import mms
-
+def _manufactured_bc(design: Design, geometry) -> dict:
+    """Where the data go (mms.fill_boundary_data derives it): Dirichlet everywhere except
+    on Neumann/Robin sides and periodic pairs; lap(u) where u is given (biharmonic)."""
     bc: dict = {}
     periodic_sides = {f"{d}_{end}" for d in design.periodic for end in ("min", "max")}
     natural = set(design.neumann) | set(design.robin) | periodic_sides
@@ -314,18 +275,17 @@ def _manufactured_bc(design: Design, geometry, pde_params: dict, exact, dim: int
     if natural:
         dirichlet_tags = [tag for tag in geometry.tags if tag not in natural and tag != "boundary"]
         if dirichlet_tags:
-            bc["dirichlet"] = {"on": dirichlet_tags, "value": exact}
+            bc["dirichlet"] = {"on": dirichlet_tags}
     else:
-        bc["dirichlet"] = {"on": "boundary", "value": exact}
+        bc["dirichlet"] = {"on": "boundary"}
     # one condition per side: the flux of one solution differs from side to side
-    neumann = [{"on": side, "value": mms.neumann_flux(design.family, pde_params, design.u, dim, (side,))}
-               for side in design.neumann]
-    robin = [{"on": side, "alpha": design.robin_alpha,
-              "value": mms.robin_value(design.family, pde_params, design.u, dim, (side,), design.robin_alpha)}
-             for side in design.robin]
+    neumann = [{"on": side} for side in design.neumann]
+    robin = [{"on": side, "alpha": design.robin_alpha} for side in design.robin]
     for kind, items in (("neumann", neumann), ("robin", robin)):
         if items:
             bc[kind] = items[0] if len(items) == 1 else items
+    if design.family == "biharmonic":  # the second condition of a fourth-order problem
+        bc["laplacian"] = {"on": "boundary"}
     return bc
 
 
