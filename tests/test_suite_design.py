@@ -58,7 +58,8 @@ def test_a_sample_per_family_passes_the_static_checks(family):
               next((d for d in DESIGNS if d.family == family and d.u is None), None)]
     for design in filter(None, sample):
         record = build_record(design)
-        problems = [p for p in static_problems(record) if not p.startswith("reference:")]
+        # references are built, and calibration settings drawn (from the upstream file), after build_record
+        problems = [p for p in static_problems(record) if not p.startswith(("reference:", "calibration settings:"))]
         assert problems == [], (design.id, problems)
 
 
