@@ -60,14 +60,14 @@ def machine_key() -> str:
     return f"{slug}-{os.cpu_count()}cpu-{memory_gb}gb"
 
 
-def case_fingerprint(record: CaseRecord) -> str:
-    """Hash of everything that changes what a solver computes or is compared with."""
+def case_fingerprint(record: CaseRecord, library: str) -> str:
+    """Hash of everything that changes what a solver of `library` computes or is compared with."""
     meta = record.evaluation_metadata
-    config = meta.calibration_config.model_dump(exclude_none=True) if meta.calibration_config else None
     payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
                "reference_path": meta.reference_path}
-    if config:  # a new baseline setting invalidates the old baseline
-        payload["calibration_settings"] = config["settings"]
+    setting = meta.calibration_config.settings.get(library) if meta.calibration_config else None
+    if setting:  # a new baseline setting invalidates that library's baseline, and only that one
+        payload["calibration_setting"] = setting.model_dump(exclude_none=True)
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -124,7 +124,7 @@ class CalibrationStore:
         """Thresholds for one item, or None if no calibration covers it."""
         factors = alphas.resolve(record)
         entry = self.entries(library).get(record.id)
-        if entry and entry.get("fingerprint") == case_fingerprint(record):
+        if entry and entry.get("fingerprint") == case_fingerprint(record, library):
             return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors,
                                                     str(self.path(library)))
         stored = record.evaluation_metadata.thresholds.get(library)

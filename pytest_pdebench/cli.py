@@ -86,7 +86,7 @@ def _materialize(cases_path: Path, library: str, calibrations: Path) -> None:
         changed = 0
         for record in records:
             entry = entries.get(record.id)
-            if entry and entry["fingerprint"] == case_fingerprint(record):
+            if entry and entry["fingerprint"] == case_fingerprint(record, library):
                 record.evaluation_metadata.thresholds[library] = materialize(record, library, entry, store.machine,
                                                                              Alphas())
                 changed += 1
@@ -232,7 +232,7 @@ def _refine_settings(records: list, library: str, calibrations: Path) -> int:
     changed = 0
     for record in records:
         entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
-        if not (entry and config and entry["fingerprint"] == case_fingerprint(record)
+        if not (entry and config and entry["fingerprint"] == case_fingerprint(record, library)
                 and entry["e_base"] >= REFINE_ABOVE):
             continue
         before = config.settings[library].model_dump(exclude_none=True)

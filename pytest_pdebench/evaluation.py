@@ -138,7 +138,7 @@ def item_directory(settings: Settings, library: str, case_id: str) -> Path:
 
 
 def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:
-    payload = json.dumps([HARNESS_REVISION, case_fingerprint(record), library, submission.fingerprint,
+    payload = json.dumps([HARNESS_REVISION, case_fingerprint(record, library), library, submission.fingerprint,
                           asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec,
                           settings.calibrate, settings.sandbox], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -242,7 +242,7 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
     verdict = Verdict.for_item(
         record, library, source_label, submission=submission.origin, runtime_version=runs.runtime.version,
         sandbox=runs.backend.name, artifacts=str(item_dir), fingerprint=fingerprint,
-        case_fingerprint=case_fingerprint(record),
+        case_fingerprint=case_fingerprint(record, library),
     )
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base

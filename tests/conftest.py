@@ -157,7 +157,7 @@ def write_calibration(directory: Path, library: str, records: list[dict], e_base
     entries = {}
     for data in records:
         record = CaseRecord.model_validate(data)
-        entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record)}
+        entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record, library)}
     path = directory / library / f"{machine_key()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cases": entries}))

@@ -49,7 +49,7 @@ def test_baselines_that_cannot_define_thresholds_are_rejected(e_base, t_base, in
 def test_store_merges_entries_and_ignores_stale_fingerprints(tmp_path):
     store = CalibrationStore(tmp_path, machine="test-machine")
     fresh = record()
-    store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh)}})
+    store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh, "dolfinx")}})
     store.write("dolfinx", {"other": {"e_base": 1.0, "t_base": 1.0, "fingerprint": "x"}})
     saved = json.loads((tmp_path / "dolfinx" / "test-machine.json").read_text())
     assert set(saved["cases"]) == {fresh.id, "other"} and saved["machine"] == "test-machine"
@@ -131,7 +131,7 @@ def test_update_cases_materializes_thresholds_into_records(tmp_path):
     write_jsonl(tmp_path / "cases.jsonl", [data, record_dict(new_id="uncalibrated")])
     store = CalibrationStore(tmp_path / "calibrations")
     store.write("dolfinx", {"poisson_basic": {"e_base": 2e-5, "t_base": 0.4, "calibrated_at": "2026-01-01",
-                                              "fingerprint": case_fingerprint(CaseRecord.model_validate(data))}})
+                                              "fingerprint": case_fingerprint(CaseRecord.model_validate(data), "dolfinx")}})
     _materialize(tmp_path / "cases.jsonl", "dolfinx", tmp_path / "calibrations")
     records = {r.id: r for _, _, r in load_cases(tmp_path / "cases.jsonl")}
     stored = records["poisson_basic"].evaluation_metadata.thresholds["dolfinx"]
@@ -165,3 +165,15 @@ def test_only_calibration_runs_get_the_calibration_settings(tmp_path):
     assert evaluation["solver_info"]["element_degree"] == 2 and evaluation["solver_info"]["mesh_resolution"] == 48
     assert evaluation["error"] < calibration["error"] / 100  # the strong oracle is the always-PASS anchor
     assert evaluation["e_base"] == pytest.approx(calibration["error"])
+
+
+def test_a_setting_changed_for_one_library_keeps_the_other_libraries_baselines():
+    data = record_dict()
+    data["evaluation_metadata"]["calibration_config"] = {
+        "source": "test", "settings": {lib: {"element_degree": 1, "cells_per_side": 64, "solver": "direct"}
+                                       for lib in ("dolfinx", "dealii")}}
+    before = CaseRecord.model_validate(data)
+    data["evaluation_metadata"]["calibration_config"]["settings"]["dealii"]["cells_per_side"] = 32
+    after = CaseRecord.model_validate(data)
+    assert case_fingerprint(after, "dolfinx") == case_fingerprint(before, "dolfinx")
+    assert case_fingerprint(after, "dealii") != case_fingerprint(before, "dealii")
