@@ -44,7 +44,8 @@ def run_rung(rung: str, library: str, jobs: int, runs: int) -> tuple[list[dict],
     report = OUT / f"{library}-{rung}.json"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
-               f"--pde-output={OUT / 'runs' / library / rung}", "--json-report", f"--json-report-file={report}"]
+               f"--pde-output={OUT / 'runs' / library / rung}", "--pde-resume",  # an interrupted rung picks up
+               "--json-report", f"--json-report-file={report}"]
     if jobs > 1:
         command += ["-n", str(jobs)]
     started = time.perf_counter()

@@ -34,6 +34,8 @@ DEFAULT_ALPHA_ACC = 10.0
 DEFAULT_ALPHA_TIME = 3.0
 DEFAULT_TAU_MIN = 1e-6
 DEFAULT_TAU_MAX = 8e-3
+STRONG_ORACLE_SECTION = "strong_oracle"  # its errors against the references (reference agreement)
+REFERENCE_AGREEMENT = 0.1  # the strong oracle must be within this fraction of tau_acc of a reference
 
 
 def accuracy_threshold(e_base: float, alpha_acc: float, tau_min: float, tau_max: float) -> float:
@@ -114,11 +116,14 @@ class CalibrationStore:
     def path(self, library: str) -> Path:
         return self.directory / library / f"{self.machine}.json"
 
-    def entries(self, library: str) -> dict:
+    def _file(self, library: str) -> dict:
         if library not in self._loaded:
             path = self.path(library)
-            self._loaded[library] = json.loads(path.read_text())["cases"] if path.is_file() else {}
+            self._loaded[library] = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
         return self._loaded[library]
+
+    def entries(self, library: str) -> dict:
+        return self._file(library)["cases"]
 
     def thresholds(self, record: CaseRecord, library: str, alphas: Alphas) -> ResolvedThresholds | None:
         """Thresholds for one item, or None if no calibration covers it."""
@@ -136,8 +141,7 @@ class CalibrationStore:
 
     def conditions(self, library: str) -> dict:
         """The conditions the library's baselines were measured under (workers, runs, ...)."""
-        path = self.path(library)
-        return json.loads(path.read_text()).get("conditions", {}) if path.is_file() else {}
+        return self._file(library).get("conditions", {})
 
     def write(self, library: str, new_entries: dict[str, dict], conditions: dict | None = None) -> Path:
         """Merge entries into this machine's file for the library (atomic replace)."""
@@ -149,6 +153,26 @@ class CalibrationStore:
         if conditions:
             current["conditions"] = conditions
         current["cases"] = dict(sorted(current["cases"].items()))
+        return self._replace(library, current)
+
+    def write_strong_oracle(self, library: str, new_entries: dict[str, dict]) -> Path:
+        """Merge the strong oracle's errors against the references (its own section of the
+        library's file, so a new calibration run keeps them)."""
+        path = self.path(library)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
+        current.setdefault(STRONG_ORACLE_SECTION, {}).update(new_entries)
+        current[STRONG_ORACLE_SECTION] = dict(sorted(current[STRONG_ORACLE_SECTION].items()))
+        current.update(library=library, machine=self.machine)
+        return self._replace(library, current)
+
+    def strong_oracle_error(self, record: CaseRecord, library: str) -> float | None:
+        """The strong oracle's error against the record's reference, if measured on this version of it."""
+        entry = self._file(library).get(STRONG_ORACLE_SECTION, {}).get(record.id)
+        return entry["e_strong"] if entry and entry["fingerprint"] == case_fingerprint(record, library) else None
+
+    def _replace(self, library: str, current: dict) -> Path:
+        path = self.path(library)
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(current, indent=1, sort_keys=False) + "\n")
         tmp.replace(path)

@@ -22,6 +22,7 @@ FAMILIES = (
 )
 MATH_TYPES = ("elliptic", "parabolic", "hyperbolic", "mixed_type", "incompressible_flow", "reaction_diffusion")
 LIBRARIES = ("dolfinx", "firedrake", "dealii")
+CONSTRUCTION_METHODS = ("manufactured_solution", "reference_numerical")  # also pytest markers
 TIME_DEPENDENT_FAMILIES = ("heat", "reaction_diffusion", "burgers", "wave")  # conv.-diff. and NS: either
 OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
 BC_KINDS = ("dirichlet", "neumann", "robin", "laplacian")
@@ -196,7 +197,7 @@ class CalibrationConfig(Strict):
 
 
 class EvaluationMetadata(Strict):
-    construction_method: Literal["manufactured_solution", "reference_numerical"]
+    construction_method: Literal[CONSTRUCTION_METHODS]
     manufactured_solution: Optional[dict[str, ExpressionOrVector]] = None
     reference_config: Optional[dict[str, Any]] = None
     calibration_config: Optional[CalibrationConfig] = None

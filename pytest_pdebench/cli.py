@@ -280,6 +280,37 @@ def _leak_audit(args) -> int:
     return 0
 
 
+def _reference_agreement(args) -> int:
+    """Run the strong oracle on the reference-based records and keep its error against each
+    reference: a track's tau_acc should measure its own discretization, not the distance
+    between its oracle and the library that made the reference (issue 11)."""
+    import math
+
+    import pytest
+
+    from .calibration import Alphas, CalibrationStore, case_fingerprint
+    from .cases import load_cases
+    from .evaluation import load_verdict
+
+    output = Path(args.output)
+    code = pytest.main(["-p", "no:cacheprovider", "-m", "reference_numerical", f"--pde-library={args.library}",
+                        f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", "--pde-runs=1",
+                        f"--pde-output={output}", "--pde-resume", "-q", "-rfE", *args.pytest_args])
+    store, measured = CalibrationStore(Path(args.calibrations)), {}
+    for _, _, record in load_cases(Path(args.cases)):
+        if record.evaluation_metadata.construction_method != "reference_numerical":
+            continue
+        verdict = load_verdict(output / args.library / record.id)
+        fingerprint = case_fingerprint(record, args.library)
+        if verdict and verdict.case_fingerprint == fingerprint and verdict.error is not None \
+                and math.isfinite(verdict.error):
+            measured[record.id] = {"e_strong": verdict.error, "fingerprint": fingerprint}
+    path = store.write_strong_oracle(args.library, measured)
+    print(f"{path}: the strong oracle's error against the reference on {len(measured)} records "
+          f"(pdebench calibration-summary compares it with tau_acc)")
+    return int(code)
+
+
 def _calibration_summary(args) -> int:
     from .calibration import Alphas, CalibrationStore
     from .cases import load_cases
@@ -291,7 +322,8 @@ def _calibration_summary(args) -> int:
         thresholds = store.thresholds(record, args.library, Alphas())
         if thresholds is not None and args.library in record.supported_libraries:
             rows.append({"family": record.family, "method": record.evaluation_metadata.construction_method,
-                         "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc})
+                         "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc,
+                         "e_strong": store.strong_oracle_error(record, args.library), "id": record.id})
     if not rows:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
         return 1
@@ -420,6 +452,17 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--calibrations", default="calibrations")
     summary.add_argument("--format", default="simple")
     summary.set_defaults(func=_calibration_summary)
+
+    agreement = commands.add_parser("reference-agreement", help="the strong oracle against the references of "
+                                    "the reference-based records (checked by calibration-summary)")
+    agreement.add_argument("--library", default="dolfinx")
+    agreement.add_argument("--cases", default="cases")
+    agreement.add_argument("--oracle", default="submissions/oracle")
+    agreement.add_argument("--calibrations", default="calibrations")
+    agreement.add_argument("--output", default="reports/calibration/strong", help="the runs' audit folders "
+                           "(finished items are reused)")
+    agreement.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    agreement.set_defaults(func=_reference_agreement)
 
     audit = commands.add_parser("leak-audit", help="records whose agent-visible data give the answer away")
     audit.add_argument("cases")

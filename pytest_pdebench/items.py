@@ -105,7 +105,8 @@ class CaseItem(pytest.Item):
     def __init__(self, *, record: CaseRecord, library: str, line: int, **kwargs):
         super().__init__(**kwargs)
         self.record, self.library, self.line = record, library, line
-        for marker in (record.family, *record.pde_classification.math_type, library, record.domain_type):
+        for marker in (record.family, *record.pde_classification.math_type, library, record.domain_type,
+                       record.evaluation_metadata.construction_method):
             self.add_marker(marker)
         self.extra_keyword_matches.update({record.id, record.family, library, record.domain_type})
         if self.config.pluginmanager.hasplugin("timeout"):

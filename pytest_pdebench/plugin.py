@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from . import items
-from .cases import FAMILIES, LIBRARIES, MATH_TYPES
+from .cases import CONSTRUCTION_METHODS, FAMILIES, LIBRARIES, MATH_TYPES
 from .domains import DOMAIN_TYPES
 
 VERBOSE_WORDS = {"PASS": ("passed", ".", "PASS"), "F-Exec": ("failed", "F", "F-Exec"),
@@ -64,7 +64,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES):
+    for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS):
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
     from .session import PdeRun, PdeBenchWarning, pin_worker
 

@@ -152,4 +152,23 @@ def _targets(rows: list[dict], tau_min: float, tau_max: float) -> str:
     worst = max((r["e_base"] for r in rows if r["method"] == "reference_numerical"), default=0.0)
     out.append(f"{'ok ' if worst < REFERENCE_E_BASE_LIMIT else 'OFF'} largest reference-based e_base {worst:.1e} "
                f"(limit {REFERENCE_E_BASE_LIMIT})")
+    out.append(_reference_agreement(rows))
     return "\n".join(out)
+
+
+def _reference_agreement(rows: list[dict]) -> str:
+    """The strong oracle against each reference, as a share of the track's tau_acc."""
+    from .calibration import REFERENCE_AGREEMENT
+
+    based = [r for r in rows if r["method"] == "reference_numerical"]
+    measured = [r for r in based if r.get("e_strong") is not None]
+    if not measured:
+        return (f"--  strong oracle against the references not measured ({len(based)} reference-based cases; "
+                f"pdebench reference-agreement)")
+    far = sorted((r["e_strong"] / r["tau_acc"], r["id"]) for r in measured
+                 if r["e_strong"] > REFERENCE_AGREEMENT * r["tau_acc"])
+    worst = max(r["e_strong"] / r["tau_acc"] for r in measured)
+    line = (f"{'ok ' if not far and len(measured) == len(based) else 'OFF'} strong oracle within "
+            f"{REFERENCE_AGREEMENT:g} x tau_acc of the reference on {len(measured) - len(far)} of {len(based)} "
+            f"reference-based cases ({len(based) - len(measured)} not measured; largest ratio {worst:.2f})")
+    return line + "".join(f"\n      {case}: {ratio:.2f} x tau_acc" for ratio, case in far[::-1][:10])

@@ -177,3 +177,27 @@ def test_a_setting_changed_for_one_library_keeps_the_other_libraries_baselines()
     after = CaseRecord.model_validate(data)
     assert case_fingerprint(after, "dolfinx") == case_fingerprint(before, "dolfinx")
     assert case_fingerprint(after, "dealii") != case_fingerprint(before, "dealii")
+
+
+def test_strong_oracle_errors_survive_a_new_calibration_and_go_stale_with_the_case(tmp_path):
+    store = CalibrationStore(tmp_path, machine="test-machine")
+    fresh = record()
+    store.write_strong_oracle("dolfinx", {fresh.id: {"e_strong": 3e-6, "fingerprint": case_fingerprint(fresh, "dolfinx")}})
+    store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh, "dolfinx")}})
+    assert CalibrationStore(tmp_path, machine="test-machine").strong_oracle_error(fresh, "dolfinx") == 3e-6
+    edited = record_dict()
+    edited["case_spec"]["eval_grid"]["nx"] = 51
+    assert store.strong_oracle_error(CaseRecord.model_validate(edited), "dolfinx") is None
+
+
+def test_summary_flags_a_strong_oracle_far_from_the_reference():
+    from pytest_pdebench.report import _reference_agreement
+
+    rows = [{"id": f"c{i}", "method": "reference_numerical", "tau_acc": 1e-3, "e_strong": e}
+            for i, e in enumerate([1e-5, 5e-5])]
+    assert _reference_agreement(rows).startswith("ok ")
+    rows.append({"id": "far", "method": "reference_numerical", "tau_acc": 1e-3, "e_strong": 4e-4})
+    line = _reference_agreement(rows)
+    assert line.startswith("OFF") and "far: 0.40 x tau_acc" in line
+    rows.append({"id": "unmeasured", "method": "reference_numerical", "tau_acc": 1e-3, "e_strong": None})
+    assert "1 not measured" in _reference_agreement(rows[:2] + rows[3:])

@@ -80,6 +80,8 @@ def test_without_a_source_option_cases_are_not_collected(pytester, suite):
     (["-k", "l_shape"], ["heat_l_shape[dolfinx]"]),
     (["-k", "poisson_basic"], ["poisson_basic[dolfinx]"]),
     (["-m", "dolfinx and not heat"], ["poisson_basic[dolfinx]", "poisson_circle[dolfinx]"]),
+    (["-m", "manufactured_solution and not poisson"], ["heat_l_shape[dolfinx]"]),
+    (["-m", "reference_numerical"], []),
 ])
 def test_markers_and_keywords_select(pytester, suite, selection, expected):
     result = pytester.runpytest(*options(suite, "--collect-only", "-q", "--pde-library=dolfinx", *selection))
@@ -88,7 +90,7 @@ def test_markers_and_keywords_select(pytester, suite, selection, expected):
 
 def test_markers_are_registered(pytester, suite):
     result = pytester.runpytest("--markers")
-    for marker in ("poisson:", "parabolic:", "dealii:", "t_junction:", "incompressible_flow:"):
+    for marker in ("poisson:", "parabolic:", "dealii:", "t_junction:", "incompressible_flow:", "reference_numerical:"):
         assert any(line.startswith(f"@pytest.mark.{marker}") for line in result.outlines), marker
 
 
