@@ -387,6 +387,28 @@ def _prompt_cost(args) -> int:
     return 0
 
 
+def _containers(args) -> int:
+    from tabulate import tabulate
+
+    from .containers import RECIPES_BY_TRACK, ContainerError, build, images, prune
+
+    try:
+        if args.action == "build":
+            for track in args.tracks or ["dolfinx", "dealii"]:
+                print(build(track, base_from_registry=args.base_from_registry))
+        elif args.action == "list":
+            rows = [[r["tag"], r["id"], r["size_mb"], "" if r["current"] else "old recipe"] for r in images()]
+            print(tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")
+            print("\nrecipes: " + ", ".join(recipe.tag for recipe in RECIPES_BY_TRACK.values()))
+        else:
+            removed = prune()
+            print("\n".join(f"removed {tag}" for tag in removed) or "nothing to remove")
+    except ContainerError as exc:
+        print(f"pdebench containers: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -490,6 +512,14 @@ def main(argv: list[str] | None = None) -> int:
     cost.add_argument("--cases", default="cases")
     cost.add_argument("--guides", default="guides")
     cost.set_defaults(func=_prompt_cost)
+
+    containers = commands.add_parser("containers", help="the tracks' container images (--pde-sandbox=docker)")
+    containers.add_argument("action", choices=("build", "list", "prune"))
+    containers.add_argument("tracks", nargs="*", help="build: these tracks (default dolfinx and dealii; "
+                            "firedrake builds PETSc, about 25 min)")
+    containers.add_argument("--base-from-registry", action="store_true", help="build FROM debian:<release> "
+                            "instead of a local debootstrap base")
+    containers.set_defaults(func=_containers)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -43,7 +43,7 @@ from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_bas
 from .cases import CaseRecord, agent_view
 from .grid import EvalGrid, valid_mask
 from .kernel_cache import Harvest, KernelCache, run_cache_folder
-from .libraries import detect_runtime, get_track
+from .libraries import Runtime, detect_runtime, get_track
 from .reference import reference_fields
 from .sandbox import Limits, get_backend
 from .submissions import Submission
@@ -66,6 +66,11 @@ class Settings:
     calibrate: bool = False
     resume: bool = False
     alphas: Alphas = field(default_factory=Alphas)
+    images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
+
+    def runtime(self, library: str) -> Runtime:
+        """The track's runtime under this sandbox; raises RuntimeMissing."""
+        return detect_runtime(library, self.sandbox, dict(self.images).get(library))
 
 
 @dataclass
@@ -158,7 +163,7 @@ class ItemRun:
     def __init__(self, record: CaseRecord, library: str, submission: Submission, item_dir: Path, settings: Settings):
         self.record, self.library, self.submission, self.item_dir = record, library, submission, item_dir
         self.track = get_track(library)
-        self.runtime = detect_runtime(library)
+        self.runtime = settings.runtime(library)
         self.backend = get_backend(settings.sandbox)
         timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
         self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)

@@ -8,7 +8,7 @@ import pytest
 
 from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
 from .gates import GateFailure
-from .libraries import RuntimeMissing, detect_runtime
+from .libraries import RuntimeMissing
 from .reference import ReferenceError
 
 PDE_RUN = pytest.StashKey["object"]()
@@ -76,7 +76,7 @@ class ValidateItem(pytest.Item):
         tried = []
         for library in (lib for lib in run.libraries if lib in record.supported_libraries):
             try:
-                detect_runtime(library)
+                run.settings.runtime(library)
             except RuntimeMissing:
                 continue
             verdict = run.evaluate(record, library, self.path.parent)
@@ -122,7 +122,7 @@ class CaseItem(pytest.Item):
 
     def setup(self):
         try:
-            detect_runtime(self.library)
+            self.config.stash[PDE_RUN].settings.runtime(self.library)
         except RuntimeMissing as exc:
             pytest.skip(str(exc))
 

@@ -30,8 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-tau-max", type=float, metavar="TAU",
                     help="accuracy cap (default: case, 8e-3; not in the paper: use 1 to leave it out)")
     group.addoption("--pde-memory-mb", type=int, default=8192, metavar="MB", help="address-space limit per run")
-    group.addoption("--pde-sandbox", choices=("bubblewrap", "none"), default="bubblewrap",
-                    help="isolation backend; 'none' runs solvers unsandboxed (unsafe)")
+    group.addoption("--pde-sandbox", choices=("bubblewrap", "docker", "none"), default="bubblewrap",
+                    help="isolation backend: 'docker' runs each solver in a container of the track's image "
+                    "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe)")
+    group.addoption("--pde-image", action="append", default=[], metavar="TRACK=IMAGE",
+                    help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")
     group.addoption("--pde-resume", action="store_true", help="reuse verdicts of items whose inputs did not change")
     group.addoption("--pde-calibrate", action="store_true", help="measure baselines (default source: the oracle) "

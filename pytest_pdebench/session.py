@@ -50,6 +50,18 @@ def _libraries(values: list[str] | None) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
+    chosen = {}
+    for value in values:
+        track, sep, image = value.partition("=")
+        track = track.strip().lower()
+        if not sep or not image.strip() or track not in LIBRARIES:
+            raise pytest.UsageError(f"--pde-image {value!r}: expected TRACK=IMAGE with TRACK one of "
+                                    f"{', '.join(LIBRARIES)} (e.g. dolfinx=dolfinx/dolfinx:v0.11.0)")
+        chosen[track] = image.strip()
+    return tuple(sorted(chosen.items()))
+
+
 def workers(config: pytest.Config) -> int:
     """How many items run at once (pytest-xdist workers, else 1)."""
     if hasattr(config, "workerinput"):
@@ -117,6 +129,7 @@ class PdeRun:
             output_dir=output.resolve(), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
             sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
             alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
+            images=_image_overrides(opt.pde_image),
         )
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
         return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,

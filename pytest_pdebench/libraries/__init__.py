@@ -30,7 +30,7 @@ KEPT_KERNEL_STORES = 256
 def kernel_store_root(library: str, runtime: Runtime) -> Path:
     """Where a track's per-submission kernel stores live. ``kernel-stores`` (not the
     ``kernels`` of earlier versions, whose folders held anything a run wrote: never read)."""
-    return cache_root() / "kernel-stores" / f"{library}-{runtime.version}"
+    return cache_root() / "kernel-stores" / f"{library}-{runtime.key}"
 
 
 class RuntimeMissing(RuntimeError):
@@ -46,6 +46,12 @@ class Runtime:
     python: str
     read_only: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    image: str | None = None  # the container backend: the image id the runtime lives in
+
+    @property
+    def key(self) -> str:
+        """Names the runtime in cache keys: a container image's runtime is not the host's."""
+        return f"{self.version}-{self.image.removeprefix('sha256:')[:12]}" if self.image else self.version
 
 
 @dataclass
@@ -97,6 +103,10 @@ class Track:
 
     def detect(self) -> Runtime:
         raise NotImplementedError
+
+    def detect_container(self, image: str, labels: dict) -> Runtime:
+        """The runtime inside a container image (the docker sandbox)."""
+        raise RuntimeMissing(f"the {self.name} track does not run in containers yet")
 
     def run_request(self, runtime: Runtime, solver_name: str, workdir: Path, cache_dir: Path, limits) -> RunRequest:
         raise NotImplementedError
@@ -150,6 +160,16 @@ class PythonTrack(Track):
         read_only = tuple(dict.fromkeys([info["prefix"], info["base_prefix"], *self.extra_read_only(info)]))
         return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
 
+    def detect_container(self, image: str, labels: dict) -> Runtime:
+        from ..containers import ContainerError, probe_python, python_in
+
+        python = python_in(self.name, labels)
+        try:
+            info = probe_python(image, python, self.probe_modules, self.version_expr)
+        except ContainerError as exc:
+            raise RuntimeMissing(f"{self.name} runtime not usable in image {image[:19]}: {exc}") from None
+        return Runtime(self.name, info["version"], python, (), self.extra_env(info), image=image)
+
     def extra_env(self, info: dict) -> dict[str, str]:
         return {}
 
@@ -169,7 +189,8 @@ class PythonTrack(Track):
             **runtime.env,
         }
         argv = [runtime.python, "-I", "{harness}/runner.py", solver_name, self.preload]
-        return RunRequest(argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits)
+        return RunRequest(argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits,
+                          image=runtime.image)
 
 
 def _tracks() -> dict[str, Track]:
@@ -189,6 +210,17 @@ def get_track(name: str) -> Track:
 
 
 @functools.lru_cache(maxsize=None)
-def detect_runtime(name: str) -> Runtime:
-    """The track's runtime, probed once per process; raises RuntimeMissing."""
-    return get_track(name).detect()
+def detect_runtime(name: str, sandbox: str = "bubblewrap", image: str | None = None) -> Runtime:
+    """The track's runtime, probed once per process; raises RuntimeMissing. In the docker
+    sandbox it is the one inside the track's image (``image``: another image than the
+    recipe's, from --pde-image)."""
+    track = get_track(name)
+    if sandbox != "docker":
+        return track.detect()
+    from ..containers import ContainerError, image_for
+
+    try:
+        image_id, labels = image_for(name, image)
+    except ContainerError as exc:
+        raise RuntimeMissing(str(exc)) from None
+    return track.detect_container(image_id, labels)

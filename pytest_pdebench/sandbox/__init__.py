@@ -9,6 +9,7 @@ sees), which host directories it may read, and its limits. A backend turns it in
   unprivileged uid 65534; only /usr, the track's runtime and the kernel store
   (read-only), the run's working directory and its own cache folder (read-write)
   exist inside.
+- ``docker``: a fresh container of the track's image per run (``docker_backend.py``).
 - ``unsandboxed``: a plain child process in its own session, for machines without
   bubblewrap; chosen only by ``--pde-sandbox=none`` and announced with a warning.
 """
@@ -63,6 +64,7 @@ class RunRequest:
     read_only: list[Path] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
     kernels: Path | None = None  # compiled kernels, mounted read-only (see kernel_cache.py)
+    image: str | None = None  # the container backend: the track's image (its runtime)
 
 
 @dataclass
@@ -336,7 +338,13 @@ class UnsandboxedBackend(Backend):
         return argv, env, str(request.workdir)
 
 
-BACKENDS = {"bubblewrap": BubblewrapBackend, "none": UnsandboxedBackend}
+def _docker_backend() -> Backend:
+    from .docker_backend import DockerBackend  # imports the docker SDK only when chosen
+
+    return DockerBackend()
+
+
+BACKENDS = {"bubblewrap": BubblewrapBackend, "docker": _docker_backend, "none": UnsandboxedBackend}
 
 
 def get_backend(name: str) -> Backend:

@@ -1,0 +1,197 @@
+"""Container images of the tracks (``containers/<track>/Containerfile``) and the runtime
+a track has inside its image.
+
+- Tags name the track, its runtime version and a hash of the recipe folder, so an edited
+  recipe is a new image: ``pdebench-dolfinx:0.11.0-<hash12>``.
+- Base images: with no registry in reach (this project's CI), ``debootstrap
+  --variant=minbase`` of the Debian release, imported through the SDK as
+  ``pdebench-base:<release>``; ``--base-from-registry`` builds ``FROM debian:<release>``.
+- ``--pde-image TRACK=IMAGE`` runs a track in another image (an upstream one, say); the
+  image must hold the runtime at the path its ``org.pdebench.python`` label names, or
+  the track's default path.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+RECIPES = Path(__file__).resolve().parent.parent / "containers"
+BASE_REPOSITORY = "pdebench-base"
+DEBIAN_MIRROR = os.environ.get("PDEBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    track: str
+    release: str  # the Debian release the image is built on
+    version: str  # the runtime version the recipe pins
+    python: str  # the interpreter that runs the runner inside the image
+
+    @property
+    def folder(self) -> Path:
+        return RECIPES / self.track
+
+    def recipe_hash(self) -> str:
+        digest = hashlib.sha256()
+        for path in sorted(p for p in self.folder.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:12]
+
+    @property
+    def tag(self) -> str:
+        return f"pdebench-{self.track}:{self.version}-{self.recipe_hash()}"
+
+
+RECIPE_LIST = (
+    Recipe("dolfinx", "trixie", "0.11.0", "/opt/dolfinx/bin/python"),
+    Recipe("dealii", "bookworm", "9.4.1", "/usr/bin/python3"),
+    Recipe("firedrake", "bookworm", "2026.10.0", "/opt/firedrake/venv/bin/python"),
+)
+RECIPES_BY_TRACK = {recipe.track: recipe for recipe in RECIPE_LIST}
+
+
+class ContainerError(RuntimeError):
+    """An image could not be built or found; the message says what to do."""
+
+
+def client():
+    import docker
+
+    try:
+        engine = docker.from_env(timeout=3600)  # image builds take minutes
+        engine.ping()
+    except Exception as exc:
+        from .sandbox.docker_backend import ENGINE_HINT
+
+        raise ContainerError(ENGINE_HINT.format(where=os.environ.get("DOCKER_HOST") or "the default socket")
+                             + f" ({exc})") from None
+    return engine
+
+
+def _has_image(engine, name: str) -> bool:
+    import docker
+
+    try:
+        engine.images.get(name)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def build_base(engine, release: str, log=print) -> str:
+    """pdebench-base:<release>, from debootstrap, unless it is there already."""
+    name = f"{BASE_REPOSITORY}:{release}"
+    if _has_image(engine, name):
+        return name
+    if not shutil.which("debootstrap"):
+        raise ContainerError("debootstrap is missing: apt-get install debootstrap (it builds the base image "
+                             "where no registry is reachable), or pass --base-from-registry")
+    with tempfile.TemporaryDirectory(prefix="pdebench-rootfs-") as scratch:
+        rootfs, archive = Path(scratch) / "rootfs", Path(scratch) / "rootfs.tar"
+        log(f"debootstrap --variant=minbase {release} from {DEBIAN_MIRROR} (about a minute)")
+        done = subprocess.run(["debootstrap", "--variant=minbase", release, str(rootfs), DEBIAN_MIRROR],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ContainerError(f"debootstrap {release} failed: {done.stderr.strip()[-800:]}")
+        shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
+        with tarfile.open(archive, "w") as tar:
+            tar.add(rootfs, arcname=".")
+        engine.api.import_image(src=str(archive), repository=BASE_REPOSITORY, tag=release)
+    return name
+
+
+def build(track: str, base_from_registry: bool = False, log=print) -> str:
+    """Build the track's image (a no-op when its tag exists); its tag."""
+    recipe = RECIPES_BY_TRACK.get(track)
+    if recipe is None:
+        raise ContainerError(f"no recipe for {track!r}; tracks: {', '.join(RECIPES_BY_TRACK)}")
+    engine = client()
+    if _has_image(engine, recipe.tag):
+        log(f"{recipe.tag}: already built")
+        return recipe.tag
+    base = f"debian:{recipe.release}" if base_from_registry else build_base(engine, recipe.release, log)
+    log(f"building {recipe.tag} from {base} ({recipe.folder})")
+    try:
+        _, lines = engine.images.build(path=str(recipe.folder), dockerfile="Containerfile", tag=recipe.tag,
+                                       buildargs={"BASE": base}, rm=True, forcerm=True,
+                                       labels={"org.pdebench.recipe": recipe.recipe_hash(),
+                                               "org.pdebench.version": recipe.version})
+        for line in lines:
+            if "stream" in line and line["stream"].strip():
+                log(line["stream"].rstrip())
+    except Exception as exc:
+        raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}") from None
+    return recipe.tag
+
+
+def images() -> list[dict]:
+    """The pdebench images the engine holds: tag, id, size, and whether the recipe is current."""
+    engine = client()
+    current = {recipe.tag for recipe in RECIPE_LIST}
+    found = []
+    for image in engine.images.list():
+        for tag in image.tags:
+            if tag.split("/")[-1].startswith("pdebench-"):
+                found.append({"tag": tag, "id": image.short_id, "size_mb": round(image.attrs.get("Size", 0) / 2**20),
+                              "current": tag.split("/")[-1] in current or BASE_REPOSITORY in tag})
+    return sorted(found, key=lambda row: row["tag"])
+
+
+def prune() -> list[str]:
+    """Remove the track images built from older recipes; their tags."""
+    engine = client()
+    removed = []
+    for row in images():
+        if not row["current"]:
+            engine.images.remove(row["tag"])
+            removed.append(row["tag"])
+    return removed
+
+
+@functools.lru_cache(maxsize=None)
+def image_for(track: str, override: str | None = None) -> tuple[str, dict]:
+    """(image id, labels) of the image a track runs in: the override, or the current recipe's tag."""
+    import docker
+
+    name = override or RECIPES_BY_TRACK[track].tag
+    try:
+        image = client().images.get(name)
+    except docker.errors.ImageNotFound:
+        hint = "" if override else f": build it with `pdebench containers build {track}`"
+        raise ContainerError(f"image {name} for the {track} track is not there{hint}") from None
+    return image.id, dict(image.labels or {})
+
+
+def probe(image: str, argv: list[str], timeout: float = 120) -> str:
+    """Run one short command in a throw-away container of the image (no network); its stdout."""
+    engine = client()
+    container = engine.containers.create(image, argv, network_mode="none", user="65534:65534")
+    try:
+        container.start()
+        code = container.wait(timeout=timeout)["StatusCode"]
+        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+        if code != 0:
+            err = container.logs(stdout=False, stderr=True).decode(errors="replace").strip().splitlines()
+            raise ContainerError(f"{' '.join(argv[:2])} in {image[:19]} failed: {(err or ['no output'])[-1]}")
+        return out
+    finally:
+        container.remove(force=True)
+
+
+def python_in(track: str, labels: dict) -> str:
+    return labels.get("org.pdebench.python") or RECIPES_BY_TRACK[track].python
+
+
+def probe_python(image: str, python: str, modules: str, version_expr: str) -> dict:
+    code = (f"import json, sys\nimport {modules}\n"
+            f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))")
+    return json.loads(probe(image, [python, "-c", code]).strip().splitlines()[-1])

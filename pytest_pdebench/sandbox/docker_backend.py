@@ -1,0 +1,294 @@
+"""The container backend (``--pde-sandbox=docker``): each run is a fresh container of the
+track's image, through the ``docker`` SDK (Docker, or podman's Docker API; the engine is
+``DOCKER_HOST``'s).
+
+The contract is bubblewrap's: a fresh process tree per run, no network, a non-root user
+with no capabilities, limits, the same paths inside (``/sandbox/work``, ``/sandbox/cache``,
+``/sandbox/kernels``, ``/sandbox/harness``) and the same timed window. What differs:
+
+- Files go in and out as tar archives (``put_archive``/``get_archive``); nothing of the
+  host is mounted. Only regular files and folders come back (``_extract``).
+- The timed window: the runner cannot inherit a pipe, so it writes a per-run token to
+  stderr at the moment bubblewrap's runner writes its marker byte; the harness stamps the
+  token's arrival on the attached stream and stops the clock when that stream ends (the
+  container's process tree has exited).
+- A timeout kills the container, so every process in it; ``wait()`` reports a timeout as
+  ``ReadTimeout`` or as ``ConnectionError`` (docker-py with podman and Docker alike).
+- No ``auto_remove`` (podman then loses the exit code): every container is removed here,
+  and ``sweep()`` removes the leftovers of runs that died, found by label.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+from . import LOG_CAP_BYTES, RUNNER, Backend, RunRequest, RunResult, SandboxError
+
+LABEL = "org.pdebench.run"  # on every container this backend creates: its owner's pid
+CASE_LABEL = "org.pdebench.item"
+SANDBOX_UID = 65534  # nobody, as in the bubblewrap backend
+ENGINE_HINT = (
+    "no container engine answers at {where}: start Docker, or podman's Docker API "
+    "(`podman system service --time=0 unix:///run/podman/podman.sock` and "
+    "DOCKER_HOST=unix:///run/podman/podman.sock); `pdebench containers build` makes the images"
+)
+
+
+class _Attached(threading.Thread):
+    """Reads the container's multiplexed output: stdout and stderr kept head and tail
+    (LOG_CAP_BYTES each), the marker token's arrival and the stream's end stamped."""
+
+    def __init__(self, frames, token: bytes):
+        super().__init__(daemon=True)
+        self.frames, self.token = frames, token
+        self.streams = {1: _Capped(), 2: _Capped()}
+        self.marker_time: float | None = None
+        self.end_time: float | None = None
+        self._window = b""  # stderr bytes not yet searched for the token
+
+    def run(self):
+        try:
+            for stdout, stderr in self.frames:
+                now = time.perf_counter()
+                if stdout:
+                    self.streams[1].add(stdout)
+                if stderr:
+                    self.streams[2].add(self._strip_marker(stderr, now))
+        except Exception:  # the engine closed the stream (container killed or removed)
+            pass
+        self.end_time = time.perf_counter()
+        self.streams[2].add(self._window)  # the tail held back while looking for a split token
+        self._window = b""
+
+    def _strip_marker(self, chunk: bytes, now: float) -> bytes:
+        if self.marker_time is not None:
+            return chunk
+        self._window += chunk
+        at = self._window.find(self.token)
+        if at < 0:
+            keep = len(self.token) - 1  # a token split across frames
+            flushed, self._window = self._window[:-keep], self._window[-keep:]
+            return flushed
+        self.marker_time = now
+        before, after = self._window[:at], self._window[at + len(self.token):]
+        self._window = b""
+        return before + after.removeprefix(b"\n")
+
+
+class _Capped:
+    def __init__(self):
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = LOG_CAP_BYTES - len(self.head)
+        self.head += chunk[:room]
+        rest = chunk[room:] if room > 0 else chunk
+        if rest:
+            self.tail += rest
+            if len(self.tail) > LOG_CAP_BYTES:
+                self.dropped += len(self.tail) - LOG_CAP_BYTES
+                del self.tail[: len(self.tail) - LOG_CAP_BYTES]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes dropped ...]\n" if self.dropped else ""
+        return bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace")
+
+
+def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: int, writable: bool) -> None:
+    """Add ``source``'s tree under ``name`` (an empty folder when None), owned by uid;
+    read-only folders are root's and mode 0555/0444."""
+    def info(arcname: str, kind: bytes, size: int = 0, mode: int = 0o755) -> tarfile.TarInfo:
+        entry = tarfile.TarInfo(arcname)
+        entry.type, entry.size, entry.mtime = kind, size, int(time.time())
+        entry.uid = entry.gid = uid if writable else 0
+        entry.mode = mode if writable else mode & 0o555
+        return entry
+
+    archive.addfile(info(name, tarfile.DIRTYPE, mode=0o755))
+    if source is None:
+        return
+    for path in sorted(source.rglob("*")):
+        arcname = f"{name}/{path.relative_to(source).as_posix()}"
+        if path.is_symlink():
+            entry = info(arcname, tarfile.SYMTYPE, mode=0o777)
+            entry.linkname = os.readlink(path)
+            archive.addfile(entry)
+        elif path.is_dir():
+            archive.addfile(info(arcname, tarfile.DIRTYPE, mode=0o755))
+        elif path.is_file():
+            mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            with path.open("rb") as handle:
+                archive.addfile(info(arcname, tarfile.REGTYPE, path.stat().st_size, mode), handle)
+
+
+def _extract(chunks, destination: Path, prefix: str, cap_bytes: int) -> None:
+    """Unpack a get_archive stream of folder ``prefix`` into ``destination``: regular files
+    and folders only (no links, devices or fifos), no name outside, at most cap_bytes."""
+    buffer = io.BytesIO()
+    for chunk in chunks:
+        buffer.write(chunk)
+        if buffer.tell() > cap_bytes + (1 << 20):
+            raise SandboxError(f"the run wrote more than {cap_bytes >> 20} MB under {prefix}")
+    buffer.seek(0)
+    with tarfile.open(fileobj=buffer) as archive:
+        for member in archive.getmembers():
+            parts = Path(member.name).parts
+            if not parts or parts[0] != prefix or ".." in parts or Path(member.name).is_absolute():
+                continue
+            target = destination.joinpath(*parts[1:])
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.extractfile(member) as source, target.open("wb") as out:
+                    out.write(source.read())
+
+
+class DockerBackend(Backend):
+    name = "docker"
+    work, cache, kernels, harness = "/sandbox/work", "/sandbox/cache", "/sandbox/kernels", "/sandbox/harness"
+
+    def __init__(self, client=None):
+        self._client = client
+
+    @property
+    def client(self):
+        if self._client is None:
+            import docker
+
+            self._client = docker.from_env(timeout=120)
+        return self._client
+
+    def available(self) -> str | None:
+        try:
+            import docker  # noqa: F401
+        except ImportError:
+            return "the docker Python package is missing: pip install docker"
+        try:
+            self.client.ping()
+        except Exception:
+            return ENGINE_HINT.format(where=os.environ.get("DOCKER_HOST") or "the default socket")
+        return None
+
+    def run(self, request: RunRequest) -> RunResult:
+        if not request.image:
+            raise SandboxError("the docker backend needs the track's image (see `pdebench containers list`)")
+        token = f"PDEBENCH-START-{secrets.token_hex(8)}"
+        paths = self.paths(request)
+        argv = [arg.format(**paths) for arg in request.argv]
+        env = {key: value.format(**paths) for key, value in request.env.items()}
+        env["PDEBENCH_MARKER_TOKEN"] = token
+        container = self._create(request, argv, env)
+        try:
+            return self._run(container, request, token.encode())
+        finally:  # also on KeyboardInterrupt: no container outlives its run
+            self._remove(container)
+
+    def _create(self, request: RunRequest, argv: list[str], env: dict[str, str]):
+        import docker
+
+        limits = request.limits
+        memory = f"{limits.memory_mb}m"
+        size = limits.file_size_mb * 1024 * 1024
+        try:
+            container = self.client.containers.create(
+                request.image, argv, environment=env, working_dir=self.work, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+                network_mode="none",  # podman ignores network_disabled
+                mem_limit=memory, memswap_limit=memory, nano_cpus=int(limits.cpu_count * 1e9), pids_limit=4096,
+                ulimits=[docker.types.Ulimit(name="nofile", soft=20000, hard=20000),  # replaces the defaults
+                         docker.types.Ulimit(name="nproc", soft=4096, hard=4096),
+                         docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 5),
+                         docker.types.Ulimit(name="fsize", soft=size, hard=size),
+                         docker.types.Ulimit(name="core", soft=0, hard=0)],
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
+                labels={LABEL: str(os.getpid()), CASE_LABEL: str(request.workdir)},
+                stdin_open=False, tty=False)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"image {request.image} is not there: `pdebench containers build`") from None
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"the engine refused the container: {exc.explanation or exc}") from None
+        try:
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as archive:
+                _tar_folder(archive, request.workdir, "work", SANDBOX_UID, writable=True)
+                _tar_folder(archive, request.cache_dir, "cache", SANDBOX_UID, writable=True)
+                _tar_folder(archive, request.kernels, "kernels", 0, writable=False)
+                _tar_folder(archive, None, "harness", 0, writable=False)
+                runner = tarfile.TarInfo("harness/runner.py")
+                runner.size, runner.mode, runner.mtime = RUNNER.stat().st_size, 0o444, int(time.time())
+                with RUNNER.open("rb") as handle:
+                    archive.addfile(runner, handle)
+            if not container.put_archive("/sandbox", buffer.getvalue()):
+                raise SandboxError("could not copy the run's files into the container")
+        except BaseException:
+            self._remove(container)
+            raise
+        return container
+
+    def _run(self, container, request: RunRequest, token: bytes) -> RunResult:
+        import requests
+
+        frames = self.client.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True, demux=True)
+        attached = _Attached(frames, token)
+        attached.start()
+        start = time.perf_counter()
+        container.start()
+        timed_out, code = False, None
+        try:
+            code = container.wait(timeout=request.limits.timeout_sec)["StatusCode"]
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            timed_out = True
+            self._kill(container)
+        wait_end = time.perf_counter()
+        attached.join(timeout=30)
+        end = attached.end_time if attached.end_time is not None and not timed_out else wait_end
+        if not timed_out:
+            self._copy_out(container, request)
+        solve = end - attached.marker_time if attached.marker_time is not None else None
+        return RunResult(code, timed_out, end - start, solve, attached.streams[1].text(),
+                         attached.streams[2].text())
+
+    def _copy_out(self, container, request: RunRequest) -> None:
+        cap = request.limits.file_size_mb * 1024 * 1024
+        for inside, outside, name in ((self.work, request.workdir, "work"), (self.cache, request.cache_dir, "cache")):
+            chunks, _ = container.get_archive(inside)
+            _extract(chunks, outside, name, cap)
+
+    def _kill(self, container) -> None:
+        try:
+            container.kill()  # pid 1 (the init) and with it the container's whole pid namespace
+        except Exception:
+            pass
+
+    def _remove(self, container) -> None:
+        try:
+            container.remove(force=True)
+        except Exception:
+            pass
+
+    def sweep(self) -> int:
+        """Remove the containers of earlier runs whose process is gone; how many."""
+        removed = 0
+        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+            owner = container.labels.get(LABEL, "")
+            if owner.isdigit() and int(owner) != os.getpid() and _alive(int(owner)):
+                continue  # a concurrent run (an xdist worker) still owns it
+            self._remove(container)
+            removed += 1
+        return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
