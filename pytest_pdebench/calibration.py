@@ -108,13 +108,20 @@ class ResolvedThresholds:
 class CalibrationStore:
     """The calibration files under one directory, for this machine."""
 
-    def __init__(self, directory: Path, machine: str | None = None):
+    def __init__(self, directory: Path, machine: str | None = None, runtime_tag=None):
         self.directory = Path(directory)
         self.machine = machine or machine_key()
+        # library -> "" (the host's runtime) or e.g. "docker-<image id>": a baseline measured in
+        # one runtime never judges runs in another
+        self.runtime_tag = runtime_tag or (lambda library: "")
         self._loaded: dict[str, dict] = {}
 
+    def machine_for(self, library: str) -> str:
+        tag = self.runtime_tag(library)
+        return f"{self.machine}+{tag}" if tag else self.machine
+
     def path(self, library: str) -> Path:
-        return self.directory / library / f"{self.machine}.json"
+        return self.directory / library / f"{self.machine_for(library)}.json"
 
     def _file(self, library: str) -> dict:
         if library not in self._loaded:
@@ -133,10 +140,10 @@ class CalibrationStore:
             return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors,
                                                     str(self.path(library)))
         stored = record.evaluation_metadata.thresholds.get(library)
-        if stored:
+        if stored and stored.machine.partition("+")[2] == self.runtime_tag(library):
             return ResolvedThresholds.from_baseline(stored.e_base, stored.t_base, *factors,
                                                     f"case record (calibrated on {stored.machine})",
-                                                    foreign_machine=stored.machine != self.machine)
+                                                    foreign_machine=stored.machine != self.machine_for(library))
         return None
 
     def conditions(self, library: str) -> dict:
@@ -149,7 +156,7 @@ class CalibrationStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
         current["cases"].update(new_entries)
-        current.update(library=library, machine=self.machine, updated=now_iso())
+        current.update(library=library, machine=self.machine_for(library), updated=now_iso())
         if conditions:
             current["conditions"] = conditions
         current["cases"] = dict(sorted(current["cases"].items()))
@@ -163,7 +170,7 @@ class CalibrationStore:
         current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
         current.setdefault(STRONG_ORACLE_SECTION, {}).update(new_entries)
         current[STRONG_ORACLE_SECTION] = dict(sorted(current[STRONG_ORACLE_SECTION].items()))
-        current.update(library=library, machine=self.machine)
+        current.update(library=library, machine=self.machine_for(library))
         return self._replace(library, current)
 
     def strong_oracle_error(self, record: CaseRecord, library: str) -> float | None:

@@ -87,7 +87,7 @@ def _materialize(cases_path: Path, library: str, calibrations: Path) -> None:
         for record in records:
             entry = entries.get(record.id)
             if entry and entry["fingerprint"] == case_fingerprint(record, library):
-                record.evaluation_metadata.thresholds[library] = materialize(record, library, entry, store.machine,
+                record.evaluation_metadata.thresholds[library] = materialize(record, library, entry, store.machine_for(library),
                                                                              Alphas())
                 changed += 1
         write_case_file(file, records)
@@ -328,7 +328,7 @@ def _calibration_summary(args) -> int:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
         return 1
     family_table, distribution, targets = calibration_tables(rows, args.format)
-    print(f"{args.library} on {store.machine}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
+    print(f"{args.library} on {store.machine_for(args.library)}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
           f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}")
     return 0
 

@@ -72,6 +72,16 @@ class Settings:
         """The track's runtime under this sandbox; raises RuntimeMissing."""
         return detect_runtime(library, self.sandbox, dict(self.images).get(library))
 
+    def runtime_tag(self, library: str) -> str:
+        """What, besides the machine, a baseline belongs to: the image of a container run."""
+        if self.sandbox != "docker":
+            return ""
+        return "docker-" + self.runtime(library).image.removeprefix("sha256:")[:12]
+
+    @property
+    def calibrate_hint(self) -> str:
+        return "" if self.sandbox == "bubblewrap" else f" -- --pde-sandbox={self.sandbox}"
+
 
 @dataclass
 class Verdict:

@@ -133,7 +133,7 @@ class PdeRun:
         )
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
         return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,
-                   CalibrationStore(calibrations), validate=validate, static_only=opt.pde_validate_static)
+                   CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate, static_only=opt.pde_validate_static)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
         from .evaluation import item_directory
@@ -163,12 +163,12 @@ class PdeRun:
             thresholds = self.store.thresholds(record, library, self.settings.alphas)
             if thresholds is None:
                 pytest.fail(
-                    f"no calibration for case {record.id!r} on {library} (machine {self.store.machine}): "
-                    f"run `pdebench calibrate --library {library}` first", pytrace=False)
+                    f"no calibration for case {record.id!r} on {library} (machine {self.store.machine_for(library)}): "
+                    f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first", pytrace=False)
             if thresholds.foreign_machine:
                 warnings.warn(PdeBenchWarning(
                     f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from this machine "
-                    f"({self.store.machine}); `pdebench calibrate --library {library}` measures one here"))
+                    f"({self.store.machine_for(library)}); `pdebench calibrate --library {library}` measures one here"))
         return thresholds
 
     def write_calibration(self) -> dict[str, Path]:

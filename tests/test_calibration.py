@@ -70,6 +70,20 @@ def test_record_thresholds_are_the_fallback_with_their_machine(tmp_path):
     assert resolved.tau_acc == pytest.approx(1e-4)
 
 
+def test_a_baseline_of_one_runtime_never_judges_another(tmp_path):
+    data = record_dict()
+    data["evaluation_metadata"]["thresholds"] = {"dolfinx": {"e_base": 1e-5, "t_base": 0.5, "tau_acc": 1e-4,
+                                                             "tau_time": 1.5, "machine": "here"}}
+    host_measured = CaseRecord.model_validate(data)
+    in_container = CalibrationStore(tmp_path, machine="here", runtime_tag=lambda library: "docker-0123abcd")
+    assert in_container.path("dolfinx").name == "here+docker-0123abcd.json"
+    assert in_container.thresholds(host_measured, "dolfinx", Alphas()) is None
+    data["evaluation_metadata"]["thresholds"]["dolfinx"]["machine"] = "here+docker-0123abcd"
+    container_measured = CaseRecord.model_validate(data)
+    assert not in_container.thresholds(container_measured, "dolfinx", Alphas()).foreign_machine
+    assert CalibrationStore(tmp_path, machine="here").thresholds(container_measured, "dolfinx", Alphas()) is None
+
+
 def test_machine_key_is_stable_and_overridable(monkeypatch):
     assert machine_key() == machine_key()
     monkeypatch.setenv("PDEBENCH_MACHINE", "lab-node-7")
