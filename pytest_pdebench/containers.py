@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RECIPES = Path(__file__).resolve().parent.parent / "containers"
+PACKAGE = Path(__file__).resolve().parent
 BASE_REPOSITORY = "pdebench-base"
 DEBIAN_MIRROR = os.environ.get("PDEBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
@@ -35,15 +36,22 @@ class Recipe:
     release: str  # the Debian release the image is built on
     version: str  # the runtime version the recipe pins
     python: str  # the interpreter that runs the runner inside the image
+    package_files: tuple[str, ...] = ()  # files of this package the build copies in (paths in it)
 
     @property
     def folder(self) -> Path:
         return RECIPES / self.track
 
+    def context_files(self) -> dict[str, Path]:
+        """Build context: name -> file (the recipe folder, then the package files, flat)."""
+        files = {p.relative_to(self.folder).as_posix(): p for p in sorted(self.folder.rglob("*")) if p.is_file()}
+        files.update({Path(name).name: PACKAGE / name for name in self.package_files})
+        return files
+
     def recipe_hash(self) -> str:
         digest = hashlib.sha256()
-        for path in sorted(p for p in self.folder.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        for name, path in sorted(self.context_files().items()):
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
         return digest.hexdigest()[:12]
 
     @property
@@ -53,7 +61,7 @@ class Recipe:
 
 RECIPE_LIST = (
     Recipe("dolfinx", "trixie", "0.11.0", "/opt/dolfinx/bin/python"),
-    Recipe("dealii", "bookworm", "9.4.1", "/usr/bin/python3"),
+    Recipe("dealii", "bookworm", "9.4.1", "/usr/bin/python3", ("libraries/cxx_toolchain.py",)),
     Recipe("firedrake", "bookworm", "2026.10.0", "/opt/firedrake/venv/bin/python"),
 )
 RECIPES_BY_TRACK = {recipe.track: recipe for recipe in RECIPE_LIST}
@@ -120,16 +128,20 @@ def build(track: str, base_from_registry: bool = False, log=print) -> str:
         return recipe.tag
     base = f"debian:{recipe.release}" if base_from_registry else build_base(engine, recipe.release, log)
     log(f"building {recipe.tag} from {base} ({recipe.folder})")
-    try:
-        _, lines = engine.images.build(path=str(recipe.folder), dockerfile="Containerfile", tag=recipe.tag,
-                                       buildargs={"BASE": base}, rm=True, forcerm=True,
-                                       labels={"org.pdebench.recipe": recipe.recipe_hash(),
-                                               "org.pdebench.version": recipe.version})
-        for line in lines:
-            if "stream" in line and line["stream"].strip():
-                log(line["stream"].rstrip())
-    except Exception as exc:
-        raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}") from None
+    with tempfile.TemporaryDirectory(prefix=f"pdebench-{track}-context-") as context:
+        for name, path in recipe.context_files().items():
+            (Path(context) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, Path(context) / name)
+        try:
+            _, lines = engine.images.build(path=context, dockerfile="Containerfile", tag=recipe.tag,
+                                           buildargs={"BASE": base}, rm=True, forcerm=True,
+                                           labels={"org.pdebench.recipe": recipe.recipe_hash(),
+                                                   "org.pdebench.version": recipe.version})
+            for line in lines:
+                if "stream" in line and line["stream"].strip():
+                    log(line["stream"].rstrip())
+        except Exception as exc:
+            raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}") from None
     return recipe.tag
 
 

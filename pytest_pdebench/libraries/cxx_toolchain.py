@@ -20,6 +20,10 @@ deal.II and compiler versions (``~/.cache/pytest-pdebench/dealii-<v>-gcc-<v>/``,
 
 The PCH and the probe are built by the harness from its own fixed inputs; submissions
 are compiled inside the sandbox like runs (no network, read-only system).
+
+In the deal.II container image the flags and the PCH are made when the image is built
+(``python3 cxx_toolchain.py --prepare DIR``: this file runs on its own there, standard
+library only), and the binary cache is on the host, keyed by the image.
 """
 
 from __future__ import annotations
@@ -37,8 +41,6 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from . import cache_root
 
 DEALII_CMAKE_DIR = Path("/usr/share/cmake/deal.II")
 COMPILE_TIMEOUT_SEC = 300.0
@@ -98,6 +100,12 @@ class Toolchain:
     compiler: str
     compile_flags: tuple[str, ...]  # defines, includes, options (no source, no output)
     link_flags: tuple[str, ...]  # after the sources: rpath and libraries
+    binaries: Path | None = None  # the binary cache (default: directory/bin)
+    prebuilt_pch: bool | None = None  # an image's toolchain: whether its PCH was built with it
+
+    @property
+    def binary_folder(self) -> Path:
+        return self.binaries or self.directory / "bin"
 
     @property
     def pch_header(self) -> Path:
@@ -114,11 +122,11 @@ class Toolchain:
         return digest.hexdigest()[:24]
 
     def cached_binary(self, key: str) -> Path | None:
-        path = self.directory / "bin" / key
+        path = self.binary_folder / key
         return path if path.is_file() else None
 
     def store_binary(self, key: str, executable: Path) -> None:
-        target = self.directory / "bin" / key
+        target = self.binary_folder / key
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{key}.{os.getpid()}")
         shutil.copy2(executable, tmp)
@@ -129,6 +137,8 @@ class Toolchain:
 
     def ensure_pch(self) -> bool:
         """Build the precompiled header once per machine; False if it cannot be built."""
+        if self.prebuilt_pch is not None:
+            return self.prebuilt_pch
         gch = self.pch_header.with_suffix(".h.gch")
         failed = self.pch_header.with_suffix(".failed")
         with _locked(self.directory / "pch.lock"):
@@ -184,10 +194,8 @@ def _probe_flags(directory: Path) -> tuple[list[str], list[str]]:
     return compile_flags, link_flags
 
 
-@functools.lru_cache(maxsize=1)
-def load_toolchain() -> Toolchain:
-    """The machine's deal.II toolchain, probed on first use (once per process: it asks the
-    compiler for its version); raises ToolchainError."""
+def _prepared(directory: Path) -> Toolchain:
+    """Probe the flags into directory/toolchain.json once; raises ToolchainError."""
     dealii, compiler = dealii_version(), compiler_version()
     if not dealii:
         raise ToolchainError(f"deal.II is not installed (no {DEALII_CMAKE_DIR})")
@@ -195,14 +203,30 @@ def load_toolchain() -> Toolchain:
         raise ToolchainError("no C++ compiler (c++/g++) on PATH")
     if not shutil.which("cmake"):
         raise ToolchainError("cmake is not installed")
-    directory = cache_root() / f"dealii-{dealii}-gcc-{compiler}"
     path = directory / "toolchain.json"
     with _locked(directory / "toolchain.lock"):
         if not path.is_file():
             compile_flags, link_flags = _probe_flags(directory)
-            path.write_text(json.dumps({"compile": compile_flags, "link": link_flags}, indent=1))
+            path.write_text(json.dumps({"compile": compile_flags, "link": link_flags, "dealii": dealii,
+                                        "compiler": compiler}, indent=1))
     data = json.loads(path.read_text())
     return Toolchain(directory, dealii, compiler, tuple(data["compile"]), tuple(data["link"]))
+
+
+@functools.lru_cache(maxsize=1)
+def load_toolchain() -> Toolchain:
+    """The machine's deal.II toolchain, probed on first use (once per process: it asks the
+    compiler for its version); raises ToolchainError."""
+    from . import cache_root
+
+    dealii, compiler = dealii_version(), compiler_version()
+    return _prepared(cache_root() / f"dealii-{dealii}-gcc-{compiler}")
+
+
+def image_toolchain(data: dict, directory: str, binaries: Path) -> Toolchain:
+    """The toolchain an image was built with (its toolchain.json), its binaries kept on the host."""
+    return Toolchain(Path(directory), data["dealii"], data["compiler"], tuple(data["compile"]), tuple(data["link"]),
+                     binaries=binaries, prebuilt_pch=bool(data.get("pch")))
 
 
 def first_errors(stderr: str, count: int = 3) -> str:
@@ -211,3 +235,21 @@ def first_errors(stderr: str, count: int = 3) -> str:
     errors = [line for line in lines if re.search(r"\b(error|fatal error)\b:", line)]
     chosen = errors[:count] or [line for line in lines if line][-count:]
     return " | ".join(line[:300] for line in chosen)
+
+
+def _prepare_image_toolchain(directory: Path) -> None:
+    """At image build time: the flags, the PCH and whether it built, into directory."""
+    toolchain = _prepared(directory)
+    path = directory / "toolchain.json"
+    data = json.loads(path.read_text())
+    data["pch"] = toolchain.ensure_pch()
+    path.write_text(json.dumps(data, indent=1))
+    print(f"deal.II {toolchain.dealii}, g++ {toolchain.compiler}, PCH {'built' if data['pch'] else 'FAILED'}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["--prepare"] or len(sys.argv) != 3:
+        raise SystemExit("usage: python3 cxx_toolchain.py --prepare DIRECTORY")
+    _prepare_image_toolchain(Path(sys.argv[2]))

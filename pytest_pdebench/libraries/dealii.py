@@ -13,17 +13,33 @@ is reported separately (``compile_sec``) and never counted in ``t_agent``.
 
 from __future__ import annotations
 
+import functools
+import json
 import shutil
 import time
 from pathlib import Path
 
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
-from . import BuildResult, Runtime, RuntimeMissing, Track, thread_env
-from .cxx_toolchain import COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, ToolchainError, first_errors, load_toolchain
+from . import BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
+from .cxx_toolchain import (COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, Toolchain, ToolchainError, first_errors,
+                            image_toolchain, load_toolchain)
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # runs the standard-library runner that exec()s the program
 EXECUTABLE = "solver"
+IMAGE_TOOLCHAIN = "/opt/pdebench/toolchain"  # where containers/dealii prepares flags and PCH
+
+
+@functools.lru_cache(maxsize=None)
+def _image_toolchain(image: str) -> Toolchain:
+    from ..containers import probe
+
+    data = json.loads(probe(image, ["cat", f"{IMAGE_TOOLCHAIN}/toolchain.json"]))
+    return image_toolchain(data, IMAGE_TOOLCHAIN, cache_root() / f"dealii-binaries-{image.removeprefix('sha256:')[:12]}")
+
+
+def toolchain_for(runtime: Runtime) -> Toolchain:
+    return _image_toolchain(runtime.image) if runtime.image else load_toolchain()
 
 
 class DealiiTrack(Track):
@@ -43,9 +59,20 @@ class DealiiTrack(Track):
             raise RuntimeMissing(f"{SYSTEM_PYTHON} is missing (the deal.II runner needs it)")
         return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
 
+    def detect_container(self, image: str, labels: dict) -> Runtime:
+        from ..containers import ContainerError
+
+        try:
+            toolchain = _image_toolchain(image)
+        except (ContainerError, ValueError, KeyError) as exc:
+            raise RuntimeMissing(f"no deal.II toolchain in image {image[:19]} ({exc}): build it with "
+                                 "`pdebench containers build dealii`") from None
+        return Runtime(self.name, toolchain.dealii, labels.get("org.pdebench.python") or SYSTEM_PYTHON, (),
+                       image=image)
+
     def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
               limits: Limits) -> BuildResult:
-        toolchain = load_toolchain()
+        toolchain = toolchain_for(runtime)
         key = toolchain.binary_key(files)
         cached = toolchain.cached_binary(key)
         if cached:
@@ -59,7 +86,8 @@ class DealiiTrack(Track):
         started = time.perf_counter()
         for with_pch in attempts:
             request = RunRequest(toolchain.compile_command(sources, EXECUTABLE, with_pch), build_dir,
-                                 build_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], compile_limits)
+                                 build_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], compile_limits,
+                                 image=runtime.image)
             result = backend.run(request)
             log = result.stdout + result.stderr
             if result.returncode == 0 and regular_file_or_none(build_dir / EXECUTABLE):  # never a link
@@ -89,4 +117,5 @@ class DealiiTrack(Track):
 
     def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
         argv = [runtime.python, "-I", "{harness}/runner.py", "--exec", f"./{EXECUTABLE}", "case_spec.json", "."]
-        return RunRequest(argv, workdir, cache_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], limits)
+        return RunRequest(argv, workdir, cache_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], limits,
+                          image=runtime.image)

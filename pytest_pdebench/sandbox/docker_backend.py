@@ -148,6 +148,7 @@ def _extract(chunks, destination: Path, prefix: str, cap_bytes: int) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.extractfile(member) as source, target.open("wb") as out:
                     out.write(source.read())
+                target.chmod(0o755 if member.mode & 0o100 else 0o644)  # a compiled program stays runnable
 
 
 class DockerBackend(Backend):
