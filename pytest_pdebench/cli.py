@@ -387,6 +387,19 @@ def _prompt_cost(args) -> int:
     return 0
 
 
+def _serve_podman(folder: Path) -> int:
+    from .containers import start_podman_service
+
+    service, host = start_podman_service(folder)
+    print(f"podman's Docker API is up; in another shell:\n    export DOCKER_HOST={host}\n(Ctrl-C stops it)",
+          flush=True)
+    try:
+        return service.wait()
+    except KeyboardInterrupt:
+        service.terminate()
+        return 0
+
+
 def _containers(args) -> int:
     from tabulate import tabulate
 
@@ -396,6 +409,8 @@ def _containers(args) -> int:
         if args.action == "build":
             for track in args.tracks or ["dolfinx", "dealii"]:
                 print(build(track, base_from_registry=args.base_from_registry))
+        elif args.action == "engine":
+            return _serve_podman(Path(args.folder))
         elif args.action == "list":
             rows = [[r["tag"], r["id"], r["size_mb"], "" if r["current"] else "old recipe"] for r in images()]
             print(tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")
@@ -514,11 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     cost.set_defaults(func=_prompt_cost)
 
     containers = commands.add_parser("containers", help="the tracks' container images (--pde-sandbox=docker)")
-    containers.add_argument("action", choices=("build", "list", "prune"))
+    containers.add_argument("action", choices=("build", "list", "prune", "engine"),
+                            help="engine: serve podman's Docker API here (podman and runc from apt)")
     containers.add_argument("tracks", nargs="*", help="build: these tracks (default dolfinx and dealii; "
                             "firedrake builds PETSc, about 25 min)")
     containers.add_argument("--base-from-registry", action="store_true", help="build FROM debian:<release> "
                             "instead of a local debootstrap base")
+    containers.add_argument("--folder", default="/run/pdebench-podman", help="engine: where the socket goes")
     containers.set_defaults(func=_containers)
 
     args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,3 +208,44 @@ def probe_python(image: str, python: str, modules: str, version_expr: str) -> di
     code = (f"import json, sys\nimport {modules}\n"
             f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))")
     return json.loads(probe(image, [python, "-c", code]).strip().splitlines()[-1])
+
+
+PODMAN_CONF = """# written by pytest-pdebench: podman as the Docker API for the container backend
+[engine]
+runtime = "runc"   # crun fails on cgroup-hybrid hosts ("cgroups in hybrid mode")
+[containers]
+# the SDK's ulimits= replaces these per container; they are what a plain run gets
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+"""
+
+
+def start_podman_service(folder: Path, timeout: float = 30.0) -> tuple[subprocess.Popen, str]:
+    """podman's Docker API on a socket in ``folder`` (podman and runc from apt); returns the
+    service process and the DOCKER_HOST value. Stop it with terminate()."""
+    podman = shutil.which("podman")
+    if not podman:
+        raise ContainerError("podman is not installed: apt-get install podman runc (or use Docker)")
+    folder.mkdir(parents=True, exist_ok=True)
+    conf, socket = folder / "containers.conf", folder / "podman.sock"
+    conf.write_text(PODMAN_CONF)
+    socket.unlink(missing_ok=True)
+    env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+    log = (folder / "service.log").open("ab")
+    service = subprocess.Popen([podman, "system", "service", "--time=0", f"unix://{socket}"], env=env,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    host = f"unix://{socket}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if service.poll() is not None:
+            raise ContainerError(f"podman system service exited ({service.returncode}); see {folder / 'service.log'}")
+        if socket.exists():
+            import docker
+
+            try:
+                docker.DockerClient(base_url=host, timeout=5).ping()
+                return service, host
+            except Exception:
+                pass
+        time.sleep(0.2)
+    service.terminate()
+    raise ContainerError(f"podman's API did not answer at {host} within {timeout:.0f} s")

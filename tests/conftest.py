@@ -126,6 +126,54 @@ def firedrake_available(bwrap_available):
     return _runtime("firedrake", os.environ.get("PDEBENCH_REQUIRE_FIREDRAKE") == "1")
 
 
+@pytest.fixture(scope="session")
+def container_engine(tmp_path_factory):
+    """An engine for the docker backend: the DOCKER_HOST given, else podman's Docker API
+    started here for the session (podman and runc from apt, installed by `make setup`)."""
+    from pytest_pdebench.containers import ContainerError, start_podman_service
+
+    if os.environ.get("DOCKER_HOST"):
+        yield os.environ["DOCKER_HOST"]
+        return
+    try:
+        service, host = start_podman_service(tmp_path_factory.mktemp("podman"))
+    except ContainerError as exc:
+        _missing(str(exc))
+    os.environ["DOCKER_HOST"] = host  # the pytest runs started by tests inherit it
+    try:
+        yield host
+    finally:
+        os.environ.pop("DOCKER_HOST", None)
+        service.terminate()
+        service.wait(timeout=60)
+
+
+def _image(track: str) -> str:
+    from pytest_pdebench.containers import ContainerError, build, image_for
+
+    try:
+        build(track, log=lambda line: None)  # a no-op once the recipe's tag exists
+        return image_for(track)[0]
+    except ContainerError as exc:
+        _missing(str(exc))
+
+
+@pytest.fixture(scope="session")
+def dolfinx_image(container_engine):
+    """The DOLFINx track's image (built here on first use: a few minutes)."""
+    return _image("dolfinx")
+
+
+@pytest.fixture(scope="session")
+def dealii_image(container_engine):
+    return _image("dealii")
+
+
+def docker_machine(image: str) -> str:
+    """The calibration key of runs in this image on this machine."""
+    return f"{machine_key()}+docker-{image.removeprefix('sha256:')[:12]}"
+
+
 @functools.lru_cache(maxsize=1)
 def _committed_records() -> dict[str, dict]:
     lines = (STARTER / "starter.jsonl").read_text().splitlines()
@@ -150,15 +198,16 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def write_calibration(directory: Path, library: str, records: list[dict], e_base: float, t_base: float) -> Path:
-    """A calibration file for this machine covering the given records."""
+def write_calibration(directory: Path, library: str, records: list[dict], e_base: float, t_base: float,
+                      machine: str | None = None) -> Path:
+    """A calibration file for this machine (or the given calibration key) covering the given records."""
     from pytest_pdebench.cases import CaseRecord
 
     entries = {}
     for data in records:
         record = CaseRecord.model_validate(data)
         entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record, library)}
-    path = directory / library / f"{machine_key()}.json"
+    path = directory / library / f"{machine or machine_key()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cases": entries}))
     return directory

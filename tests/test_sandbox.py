@@ -1,7 +1,8 @@
-"""The bubblewrap sandbox, exercised with real processes, files and sockets.
+"""The sandboxes (bubblewrap, and the docker backend through a real engine), exercised
+with real processes, files and sockets: both must hold the same contract.
 
 Solvers here are tiny Python files run by the sandbox runner with no library
-preloaded, so each run takes a fraction of a second.
+preloaded, so each run takes a fraction of a second (about a second in a container).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import textwrap
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -20,28 +22,45 @@ from conftest import REPO, loopback_listener, processes_with
 from pytest_pdebench.libraries import thread_env
 from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
 
-pytestmark = pytest.mark.usefixtures("bwrap_available")
+@dataclass
+class Sandbox:
+    name: str
+    python: str  # an interpreter the sandbox can run
+    read_only: list[Path] = field(default_factory=list)
+    image: str | None = None
+
+    def run(self, workdir: Path, cache: Path, argv_tail: list[str], env: dict, limits: Limits):
+        request = RunRequest([self.python, "-I", "{harness}/runner.py", *argv_tail], workdir, cache,
+                             {"PATH": f"{Path(self.python).parent}:/usr/bin", **env}, self.read_only, limits,
+                             image=self.image)
+        return get_backend(self.name).run(request)
 
 
-def run_solver(tmp_path: Path, body: str, timeout: float = 20, env: dict | None = None, memory_mb: int = 2048):
+@pytest.fixture(params=["bubblewrap", "docker"])
+def sandbox(request):
+    if request.param == "bubblewrap":
+        request.getfixturevalue("bwrap_available")
+        return Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix)])
+    from pytest_pdebench.containers import RECIPES_BY_TRACK
+
+    image = request.getfixturevalue("dolfinx_image")  # any image with a Python will do
+    return Sandbox("docker", RECIPES_BY_TRACK["dolfinx"].python, image=image)
+
+
+def run_solver(sandbox: Sandbox, tmp_path: Path, body: str, timeout: float = 20, env: dict | None = None,
+               memory_mb: int = 2048):
     workdir, cache = tmp_path / "work", tmp_path / "cache"
     workdir.mkdir()
     cache.mkdir()
     (workdir / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
     (workdir / "solver.py").write_text(textwrap.dedent(body))
-    python = sys.executable
-    request = RunRequest(
-        argv=[python, "-I", "{harness}/runner.py", "solver.py", ""],
-        workdir=workdir, cache_dir=cache,
-        env={"PATH": f"{Path(python).parent}:/usr/bin", "HOME": "{work}", **thread_env(), **(env or {})},
-        read_only=[Path(sys.prefix), Path(sys.base_prefix)],
-        limits=Limits(timeout_sec=timeout, memory_mb=memory_mb),
-    )
-    return get_backend("bubblewrap").run(request), workdir
+    result = sandbox.run(workdir, cache, ["solver.py", ""], {"HOME": "{work}", **thread_env(), **(env or {})},
+                         Limits(timeout_sec=timeout, memory_mb=memory_mb))
+    return result, workdir
 
 
-def test_a_clean_run_reports_its_solve_time(tmp_path):
-    result, workdir = run_solver(tmp_path, """
+def test_a_clean_run_reports_its_solve_time(sandbox, tmp_path):
+    result, workdir = run_solver(sandbox, tmp_path, """
         import time
         def solve(case_spec):
             time.sleep(0.3)
@@ -52,8 +71,8 @@ def test_a_clean_run_reports_its_solve_time(tmp_path):
     assert 0.3 <= result.solve_sec < result.wall_sec
 
 
-def test_import_time_work_of_the_submission_is_timed(tmp_path):
-    result, _ = run_solver(tmp_path, """
+def test_import_time_work_of_the_submission_is_timed(sandbox, tmp_path):
+    result, _ = run_solver(sandbox, tmp_path, """
         import time
         time.sleep(0.4)  # a solver that does its work at import
         def solve(case_spec):
@@ -63,9 +82,9 @@ def test_import_time_work_of_the_submission_is_timed(tmp_path):
     assert result.solve_sec >= 0.4
 
 
-def test_no_network_not_even_to_the_hosts_loopback(tmp_path):
+def test_no_network_not_even_to_the_hosts_loopback(sandbox, tmp_path):
     with loopback_listener() as (port, accepted):
-        result, workdir = run_solver(tmp_path, f"""
+        result, workdir = run_solver(sandbox, tmp_path, f"""
             import socket
             def solve(case_spec):
                 try:
@@ -80,10 +99,10 @@ def test_no_network_not_even_to_the_hosts_loopback(tmp_path):
     assert not accepted, "the sandboxed solver reached a server on the host"
 
 
-def test_files_next_to_the_working_directory_are_invisible(tmp_path):
+def test_files_next_to_the_working_directory_are_invisible(sandbox, tmp_path):
     secret = tmp_path / "reference.npz"
     secret.write_text("evaluator only")
-    result, workdir = run_solver(tmp_path, f"""
+    result, workdir = run_solver(sandbox, tmp_path, f"""
         import os
         def solve(case_spec):
             found = []
@@ -93,7 +112,10 @@ def test_files_next_to_the_working_directory_are_invisible(tmp_path):
             open("root.txt", "w").write(" ".join(sorted(os.listdir("/"))))
     """)
     assert result.returncode == 0, result.stderr
-    assert all(line.endswith("False") for line in (workdir / "seen.txt").read_text().splitlines())
+    assert all(line.endswith("False") for line in (workdir / "seen.txt").read_text().splitlines()
+               if not line.startswith("/etc/passwd") or sandbox.name == "bubblewrap")  # an image has its own
+    if sandbox.name == "docker":
+        return  # a container's root is its image's, none of the host's
     # only the system tree, the runtime's own prefix folders and the sandbox itself
     top_level = set((workdir / "root.txt").read_text().split())
     runtime_roots = {Path(p).parts[1] for p in (sys.prefix, sys.base_prefix)}
@@ -101,9 +123,9 @@ def test_files_next_to_the_working_directory_are_invisible(tmp_path):
                          "sandbox"} | runtime_roots, top_level
 
 
-def test_writes_outside_the_working_directory_fail(tmp_path):
+def test_writes_outside_the_working_directory_fail(sandbox, tmp_path):
     target = tmp_path / "escaped.txt"
-    result, workdir = run_solver(tmp_path, f"""
+    result, workdir = run_solver(sandbox, tmp_path, f"""
         def solve(case_spec):
             results = []
             for path in ({str(target)!r}, "/usr/escaped.txt", "../escaped.txt"):
@@ -120,9 +142,9 @@ def test_writes_outside_the_working_directory_fail(tmp_path):
     assert all(line.startswith("denied") for line in writes), writes
 
 
-def test_harness_environment_is_not_visible(tmp_path, monkeypatch):
+def test_harness_environment_is_not_visible(sandbox, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-harness-secret")
-    result, workdir = run_solver(tmp_path, """
+    result, workdir = run_solver(sandbox, tmp_path, """
         import os
         def solve(case_spec):
             open("env.txt", "w").write("\\n".join(f"{k}={v}" for k, v in os.environ.items()))
@@ -132,8 +154,8 @@ def test_harness_environment_is_not_visible(tmp_path, monkeypatch):
     assert "sk-harness-secret" not in environment and "OPENAI_API_KEY" not in environment
 
 
-def test_runs_as_an_unprivileged_user(tmp_path):
-    result, workdir = run_solver(tmp_path, """
+def test_runs_as_an_unprivileged_user(sandbox, tmp_path):
+    result, workdir = run_solver(sandbox, tmp_path, """
         import os
         def solve(case_spec):
             status = open("/proc/self/status").read()
@@ -146,9 +168,9 @@ def test_runs_as_an_unprivileged_user(tmp_path):
     assert int(capabilities, 16) == 0
 
 
-def test_timeout_kills_every_process_including_detached_ones(tmp_path):
+def test_timeout_kills_every_process_including_detached_ones(sandbox, tmp_path):
     marker = f"pdebench-{uuid.uuid4().hex}"
-    result, _ = run_solver(tmp_path, f"""
+    result, _ = run_solver(sandbox, tmp_path, f"""
         import os, signal, subprocess, time
         def solve(case_spec):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -168,31 +190,29 @@ def test_timeout_kills_every_process_including_detached_ones(tmp_path):
     assert processes_with(marker) == []
 
 
-def test_memory_limit_stops_a_runaway_allocation(tmp_path):
-    result, _ = run_solver(tmp_path, """
+def test_memory_limit_stops_a_runaway_allocation(sandbox, tmp_path):
+    result, _ = run_solver(sandbox, tmp_path, """
         def solve(case_spec):
             blocks = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB
     """, memory_mb=512)
     assert result.returncode != 0
-    assert "MemoryError" in result.stderr
+    # an address-space limit raises MemoryError; a container's memory cgroup kills (137)
+    assert "MemoryError" in result.stderr or result.failure_reason() == "killed (out of memory?)"
 
 
-def test_file_size_limit(tmp_path):
+def test_file_size_limit(sandbox, tmp_path):
     workdir, cache = tmp_path / "work", tmp_path / "cache"
     workdir.mkdir()
     cache.mkdir()
     (workdir / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
     (workdir / "solver.py").write_text("def solve(c):\n    open('big', 'wb').write(b'0' * (3 * 2**20))\n")
-    request = RunRequest([sys.executable, "-I", "{harness}/runner.py", "solver.py", ""], workdir, cache,
-                         {"PATH": "/usr/bin"}, [Path(sys.prefix), Path(sys.base_prefix)],
-                         Limits(timeout_sec=20, file_size_mb=1))
-    result = get_backend("bubblewrap").run(request)
+    result = sandbox.run(workdir, cache, ["solver.py", ""], {}, Limits(timeout_sec=20, file_size_mb=1))
     assert result.returncode != 0
     assert result.failure_reason() == "file size limit exceeded" or "File too large" in result.stderr
 
 
-def test_output_is_capped(tmp_path):
-    result, _ = run_solver(tmp_path, """
+def test_output_is_capped(sandbox, tmp_path):
+    result, _ = run_solver(sandbox, tmp_path, """
         import sys
         def solve(case_spec):
             for _ in range(4000):
@@ -203,8 +223,8 @@ def test_output_is_capped(tmp_path):
     assert "bytes dropped" in result.stdout
 
 
-def test_exception_is_reported_with_its_message(tmp_path):
-    result, _ = run_solver(tmp_path, """
+def test_exception_is_reported_with_its_message(sandbox, tmp_path):
+    result, _ = run_solver(sandbox, tmp_path, """
         def solve(case_spec):
             raise ValueError("mesh is upside down")
     """)
@@ -220,13 +240,14 @@ def test_missing_bubblewrap_says_how_to_install(monkeypatch):
     assert message and "apt-get install bubblewrap" in message
 
 
-def test_environment_whitelist_only(tmp_path):
-    result, workdir = run_solver(tmp_path, """
+def test_environment_whitelist_only(sandbox, tmp_path):
+    result, workdir = run_solver(sandbox, tmp_path, """
         import os
         def solve(case_spec):
             open("keys.txt", "w").write(" ".join(sorted(os.environ)))
     """)
     keys = set((workdir / "keys.txt").read_text().split())
+    engine_keys = {"HOSTNAME", "container", "TERM"} if sandbox.name == "docker" else set()  # set by the engine
     assert keys <= {"PATH", "HOME", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PWD",
-                    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"}, keys
+                    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"} | engine_keys, keys
     assert os.environ.get("PDEBENCH_MARKER_FD") is None
