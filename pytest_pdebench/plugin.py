@@ -89,7 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _sandbox_problem(run) -> str | None:
     from .sandbox import get_backend
 
-    return get_backend(run.settings.sandbox).available()
+    backend = get_backend(run.settings.sandbox)
+    problem = backend.available()
+    if problem is None and hasattr(backend, "sweep") and not hasattr(run.config, "workerinput"):
+        backend.sweep()  # containers of runs that died (killed, power cut) go first
+    return problem
 
 
 def pytest_collect_file(file_path, parent):

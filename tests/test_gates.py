@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from conftest import NUMPY_PRELUDE as PRELUDE
-from conftest import outcomes_from_report, record_dict, write_calibration, write_jsonl
+from conftest import docker_machine, outcomes_from_report, record_dict, write_calibration, write_jsonl
 
 E_BASE, T_BASE = 1e-4, 0.5  # tau_acc = 1e-3, tau_time = 1.5 s
 
@@ -38,19 +38,23 @@ REASONS = {
 }
 
 
-@pytest.fixture(scope="module", params=["dolfinx", "firedrake"])
+@pytest.fixture(scope="module", params=["dolfinx", "firedrake", "dolfinx-docker"])
 def gate_run(request, tmp_path_factory):
-    """One pytest run over all the toy solvers on a track; returns (outcomes, stdout,
-    directory, exit code)."""
+    """One pytest run over all the toy solvers on a track (in the bubblewrap sandbox, or
+    in containers through a real engine); returns (outcomes, stdout, directory, exit code)."""
     import subprocess
     import sys
 
-    library = request.param
-    request.getfixturevalue(f"{library}_available")
-    root = tmp_path_factory.mktemp(f"gates-{library}")
+    library, _, sandbox = request.param.partition("-")
+    machine, extra = None, []
+    if sandbox == "docker":
+        machine, extra = docker_machine(request.getfixturevalue("dolfinx_image")), ["--pde-sandbox=docker"]
+    else:
+        request.getfixturevalue(f"{library}_available")
+    root = tmp_path_factory.mktemp(f"gates-{request.param}")
     records = [record_dict(new_id=name, nx=20, ny=20) for name in SOLVERS]
     write_jsonl(root / "cases.jsonl", records)
-    write_calibration(root / "calibrations", library, records, E_BASE, T_BASE)
+    write_calibration(root / "calibrations", library, records, E_BASE, T_BASE, machine)
     solvers = root / "solvers" / library
     solvers.mkdir(parents=True)
     for name, (_, body) in SOLVERS.items():
@@ -61,7 +65,7 @@ def gate_run(request, tmp_path_factory):
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", f"--pde-library={library}",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
          f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
-         "--json-report", f"--json-report-file={report}", "-rA"],
+         "--json-report", f"--json-report-file={report}", "-rA", *extra],
         cwd=root, capture_output=True, text=True, timeout=600)
     return outcomes_from_report(report), done.stdout, root, done.returncode
 
@@ -86,7 +90,7 @@ def test_passing_item_metadata(gate_run):
     assert verdict["t_agent"] is not None and verdict["t_agent"] < 1.5
     assert verdict["r2"] == pytest.approx(1.0)
     assert verdict["solver_info"] == {"num_dofs": 400}
-    assert verdict["sandbox"] == "bubblewrap"
+    assert verdict["sandbox"] == ("docker" if root.name.startswith("gates-dolfinx-docker") else "bubblewrap")
     audit = root / "out" / verdict["library"] / "exact"
     assert {p.name for p in audit.iterdir()} >= {"case_spec.json", "solver.py", "stdout.txt", "stderr.txt",
                                                  "solution.npz", "meta.json", "verdict.json"}
@@ -119,7 +123,8 @@ def test_resume_reuses_finished_verdicts(gate_run):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}", "--pde-resume",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}", "-k", "exact or slow",
-         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q"],
+         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q",
+         f"--pde-sandbox={outcomes['exact']['sandbox']}"],
         cwd=root, capture_output=True, text=True, timeout=300)
     assert "1 failed, 1 passed" in done.stdout
     # a re-run rewrites its item folder; reused verdicts are left as they were

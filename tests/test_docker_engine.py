@@ -1,0 +1,149 @@
+"""The docker backend against a real engine (podman's Docker API here, started by the
+``container_engine`` fixture): nothing left behind, leftovers of dead runs swept, the
+oracles of two tracks on real cases, an LLM-written solver and Ctrl-C in a container.
+The gate suite and the sandbox contract run on this backend too (test_gates.py,
+test_sandbox.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
+                      run_track, write_calibration, write_jsonl)
+from pytest_pdebench.sandbox import Limits, RunRequest
+from pytest_pdebench.sandbox.docker_backend import LABEL, DockerBackend
+
+# one case per family the track supports (calibration mode: a baseline is measured, so
+# nothing depends on a calibration of this image)
+DOLFINX_CASES = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037",
+                 "biharmonic_plate_unit_square_035", "elasticity_nu045_unit_square_noexact_003",
+                 "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008", "rd_linear_t_junction_016",
+                 "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026",
+                 "wave_c1_t_junction_027"]  # the quickest baseline of each family
+DEALII_CASES = ["poisson_graded_kappa_l_shape_050", "heat_short_unit_square_robin_021", "stokes_nu01_unit_square_010"]
+
+
+def pdebench_containers(engine) -> list:
+    return engine.containers.list(all=True, filters={"label": LABEL})
+
+
+@pytest.fixture(scope="module")
+def engine(container_engine):
+    import docker
+
+    return docker.DockerClient(base_url=container_engine, timeout=120)
+
+
+def python_request(tmp_path, image, body: str, timeout: float = 20) -> RunRequest:
+    from pytest_pdebench.containers import RECIPES_BY_TRACK
+
+    work, cache = tmp_path / "work", tmp_path / "cache"
+    work.mkdir()
+    cache.mkdir()
+    (work / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
+    (work / "solver.py").write_text(body)
+    return RunRequest([RECIPES_BY_TRACK["dolfinx"].python, "-I", "{harness}/runner.py", "solver.py", ""], work, cache,
+                      {"PATH": "/usr/bin:/bin"}, [], Limits(timeout_sec=timeout, memory_mb=1024), image=image)
+
+
+def test_no_container_outlives_its_run_even_a_timed_out_one(engine, dolfinx_image, tmp_path):
+    backend = DockerBackend(engine)
+    done = backend.run(python_request(tmp_path / "a", dolfinx_image, "def solve(c):\n    open('x', 'w').write('1')\n"))
+    assert done.returncode == 0 and (tmp_path / "a" / "work" / "x").read_text() == "1"
+    assert done.solve_sec is not None and 0 < done.solve_sec < done.wall_sec
+    slow = backend.run(python_request(tmp_path / "b", dolfinx_image, "import time\ndef solve(c):\n"
+                                      "    time.sleep(600)\n", timeout=2))
+    assert slow.timed_out and slow.wall_sec < 30
+    assert pdebench_containers(engine) == []
+
+
+def test_a_run_sweeps_the_containers_of_dead_runs(engine, dolfinx_image):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftover = engine.containers.create(dolfinx_image, ["true"], labels={LABEL: str(dead.pid)}, network_mode="none")
+    assert DockerBackend(engine).sweep() >= 1
+    assert leftover.id not in {c.id for c in pdebench_containers(engine)}
+
+
+def test_a_missing_image_is_a_sandbox_error_that_says_what_to_do(engine, tmp_path):
+    from pytest_pdebench.sandbox import SandboxError
+
+    with pytest.raises(SandboxError, match="pdebench containers build"):
+        DockerBackend(engine).run(python_request(tmp_path, "pdebench-nothing:0", "x = 1\n"))
+
+
+@pytest.mark.fem
+def test_dolfinx_oracle_passes_one_case_per_family_in_its_image(dolfinx_image, tmp_path):
+    done, outcomes = run_track(tmp_path, "dolfinx", REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                               "--pde-sandbox=docker", f"--pde-calibrations={tmp_path / 'calibrations'}",
+                               "-n", "2", "-k", " or ".join(DOLFINX_CASES))
+    assert sorted(outcomes) == sorted(DOLFINX_CASES), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS" and verdict["sandbox"] == "docker", (case_id, verdict["reason"])
+        assert verdict["calibration_problem"] is None, case_id
+    written = list((tmp_path / "calibrations" / "dolfinx").glob("*.json"))
+    assert [path.name for path in written] == [f"{docker_machine(dolfinx_image)}.json"]
+
+
+@pytest.mark.fem
+def test_dealii_oracle_compiles_and_passes_in_its_image(dealii_image, tmp_path):
+    done, outcomes = run_track(tmp_path, "dealii", REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                               "--pde-sandbox=docker", f"--pde-calibrations={tmp_path / 'calibrations'}",
+                               "-k", " or ".join(DEALII_CASES))
+    assert sorted(outcomes) == sorted(DEALII_CASES), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
+        assert verdict["runtime_version"] == "9.4.1"
+
+
+def test_an_llm_written_solver_runs_in_a_container(dolfinx_image, tmp_path):
+    from llm_server import ScriptedServer
+
+    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, docker_machine(dolfinx_image))
+    report = tmp_path / "report.json"
+    with ScriptedServer() as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+             f"--pde-cases={tmp_path / 'cases.jsonl'}", "--pde-model=scripted-correct", f"--pde-base-url={server.url}",
+             "--pde-api-key-env=PDEBENCH_TEST_KEY", f"--pde-calibrations={tmp_path / 'calibrations'}",
+             f"--pde-output={tmp_path / 'out'}", f"--pde-llm-cache={tmp_path / 'cache'}", "--pde-sandbox=docker",
+             "--json-report", f"--json-report-file={report}"],
+            cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PDEBENCH_TEST_KEY": "k"})
+    verdict = outcomes_from_report(report)["toy_a"]
+    assert verdict["outcome"] == "PASS" and verdict["sandbox"] == "docker", done.stdout[-2000:]
+
+
+def test_ctrl_c_leaves_no_container_and_keeps_finished_work(engine, dolfinx_image, tmp_path):
+    solvers = tmp_path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "quick.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n"
+                                      "    write(u, x, y)\n")
+    (solvers / "slow.py").write_text("import time\n\ndef solve(case_spec):\n    time.sleep(600)\n")
+    records = [record_dict(new_id=name, nx=20, ny=20) for name in ("quick", "slow")]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, docker_machine(dolfinx_image))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+               f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
+               f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}",
+               "--pde-sandbox=docker"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 180
+    while not any("slow" in c.labels.get("org.pdebench.item", "") and c.status == "running"
+                  for c in pdebench_containers(engine)) and time.time() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
+    assert pdebench_containers(engine) == []
+    verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
+    assert verdict["outcome"] == "PASS"
