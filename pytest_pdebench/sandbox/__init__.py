@@ -135,27 +135,40 @@ def _dealii_exception(lines: list[str]) -> str:
     return ""
 
 
-class _CappedStream(threading.Thread):
-    """Drains a pipe, keeping its head and tail so a chatty solver cannot eat memory."""
+class CappedLog:
+    """A stream's head and tail (LOG_CAP_BYTES each), so a chatty solver cannot eat memory."""
 
-    def __init__(self, pipe):
-        super().__init__(daemon=True)
-        self.pipe, self.head, self.tail, self.dropped = pipe, bytearray(), bytearray(), 0
+    def __init__(self):
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
 
-    def run(self):
-        for chunk in iter(lambda: self.pipe.read1(65536), b""):
-            room = LOG_CAP_BYTES - len(self.head)
-            self.head += chunk[:room]
-            rest = chunk[room:] if room > 0 else chunk
-            if rest:
-                self.tail += rest
-                if len(self.tail) > LOG_CAP_BYTES:
-                    self.dropped += len(self.tail) - LOG_CAP_BYTES
-                    del self.tail[: len(self.tail) - LOG_CAP_BYTES]
+    def add(self, chunk: bytes) -> None:
+        room = LOG_CAP_BYTES - len(self.head)
+        self.head += chunk[:room]
+        rest = chunk[room:] if room > 0 else chunk
+        if rest:
+            self.tail += rest
+            if len(self.tail) > LOG_CAP_BYTES:
+                self.dropped += len(self.tail) - LOG_CAP_BYTES
+                del self.tail[: len(self.tail) - LOG_CAP_BYTES]
 
     def text(self) -> str:
         middle = f"\n[... {self.dropped} bytes dropped ...]\n" if self.dropped else ""
-        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+        return bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace")
+
+
+class _CappedStream(threading.Thread):
+    """Drains a pipe into a CappedLog."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.log = pipe, CappedLog()
+
+    def run(self):
+        for chunk in iter(lambda: self.pipe.read1(65536), b""):
+            self.log.add(chunk)
+
+    def text(self) -> str:
+        return self.log.text()
 
 
 class _Marker(threading.Thread):

@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import LOG_CAP_BYTES, RUNNER, Backend, RunRequest, RunResult, SandboxError
+from . import RUNNER, Backend, CappedLog, RunRequest, RunResult, SandboxError
 
 LABEL = "org.pdebench.run"  # on every container this backend creates: its owner's pid
 CASE_LABEL = "org.pdebench.item"
@@ -41,13 +41,13 @@ ENGINE_HINT = (
 
 
 class _Attached(threading.Thread):
-    """Reads the container's multiplexed output: stdout and stderr kept head and tail
-    (LOG_CAP_BYTES each), the marker token's arrival and the stream's end stamped."""
+    """Reads the container's multiplexed output: stdout and stderr capped, the marker
+    token's arrival and the stream's end stamped."""
 
     def __init__(self, frames, token: bytes):
         super().__init__(daemon=True)
         self.frames, self.token = frames, token
-        self.streams = {1: _Capped(), 2: _Capped()}
+        self.streams = {1: CappedLog(), 2: CappedLog()}
         self.marker_time: float | None = None
         self.end_time: float | None = None
         self._window = b""  # stderr bytes not yet searched for the token
@@ -79,25 +79,6 @@ class _Attached(threading.Thread):
         before, after = self._window[:at], self._window[at + len(self.token):]
         self._window = b""
         return before + after.removeprefix(b"\n")
-
-
-class _Capped:
-    def __init__(self):
-        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
-
-    def add(self, chunk: bytes) -> None:
-        room = LOG_CAP_BYTES - len(self.head)
-        self.head += chunk[:room]
-        rest = chunk[room:] if room > 0 else chunk
-        if rest:
-            self.tail += rest
-            if len(self.tail) > LOG_CAP_BYTES:
-                self.dropped += len(self.tail) - LOG_CAP_BYTES
-                del self.tail[: len(self.tail) - LOG_CAP_BYTES]
-
-    def text(self) -> str:
-        middle = f"\n[... {self.dropped} bytes dropped ...]\n" if self.dropped else ""
-        return bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace")
 
 
 def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: int, writable: bool) -> None:
