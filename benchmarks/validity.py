@@ -10,6 +10,10 @@ reports/validity/<rung>.json; --reuse prints from the reports already there):
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
   dishonest solvers of tests/data/dishonest (goal: 0 PASS);
+- ``calibration-again``: the calibration run again (the oracle at the calibration
+  settings, same workers and runs as the committed one) on --sample cases per family,
+  into a scratch calibration folder: t_base again / t_base committed is the oracle
+  against itself under the conditions of the committed baselines (goal: median 1.0 +- 0.1);
 and, static over the suite (no solver runs), the errors of the dishonest rungs and of
 the reference with 1% noise against every record's tau_acc (leaks.rung_errors).
 Prints figures; asserts nothing (tests/test_validity.py keeps the dishonest rungs at 0).
@@ -29,29 +33,64 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from pytest_pdebench.calibration import CalibrationStore  # noqa: E402
 from pytest_pdebench.cases import load_cases  # noqa: E402
 from pytest_pdebench.leaks import RUNGS, rung_errors  # noqa: E402
 from pytest_pdebench.report import outcome_table  # noqa: E402
 
 DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros")
 SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "textbook": "submissions/textbook",
-           **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST}}
+           **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST},
+           "calibration-again": "submissions/oracle"}
 OUT = REPO / "reports" / "validity"
 
 
-def run_rung(rung: str, library: str, jobs: int, runs: int) -> tuple[list[dict], float | None]:
+def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tuple[list[dict], float | None]:
     """(verdicts, wall seconds of the run or None when reused)."""
     report = OUT / f"{library}-{rung}.json"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
                f"--pde-output={OUT / 'runs' / library / rung}", "--pde-resume",  # an interrupted rung picks up
                "--json-report", f"--json-report-file={report}"]
+    if rung == "calibration-again":
+        conditions = CalibrationStore(REPO / "calibrations").conditions(library)
+        command += ["--pde-calibrate", f"--pde-runs={conditions.get('runs', runs)}",
+                    f"--pde-calibrations={OUT / 'calibration-again'}", "-k", " or ".join(sampled(library, sample))]
+        jobs = conditions.get("workers", jobs)
     if jobs > 1:
         command += ["-n", str(jobs)]
     started = time.perf_counter()
     print(f"running {rung}: {' '.join(command[2:])}", flush=True)
     subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL)
     return verdicts_of(report), time.perf_counter() - started
+
+
+def sampled(library: str, per_family: int) -> list[str]:
+    """Up to per_family calibrated cases of each family, spread over the sorted ids."""
+    entries = CalibrationStore(REPO / "calibrations").entries(library)
+    by_family: dict[str, list[str]] = {}
+    for _, _, record in load_cases(REPO / "cases"):
+        if record.id in entries:
+            by_family.setdefault(record.family, []).append(record.id)
+    chosen = []
+    for ids in by_family.values():
+        ids.sort()
+        step = max(1, len(ids) // per_family)
+        chosen += ids[::step][:per_family]
+    return chosen
+
+
+def self_ratio_line(library: str, verdicts: list[dict]) -> str:
+    """t_base measured again over the committed t_base, per item."""
+    entries = CalibrationStore(REPO / "calibrations").entries(library)
+    ratios = sorted(v["t_agent"] / entries[v["case_id"]]["t_base"] for v in verdicts
+                    if v.get("t_agent") and v["case_id"] in entries)
+    if not ratios:
+        return "calibration again: no timed items"
+    pick = lambda q: ratios[min(len(ratios) - 1, int(q * len(ratios)))]  # noqa: E731
+    return (f"the oracle against itself (t_base again / t_base committed) over {len(ratios)} items: median "
+            f"{statistics.median(ratios):.2f}, 5th pct {pick(0.05):.2f}, 95th pct {pick(0.95):.2f}, "
+            f"min {ratios[0]:.2f}, max {ratios[-1]:.2f}")
 
 
 def verdicts_of(report: Path) -> list[dict]:
@@ -103,6 +142,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per item (the plugin's default: 3)")
     parser.add_argument("--rungs", default=",".join(SOURCES))
     parser.add_argument("--reuse", action="store_true", help="print from the reports already written")
+    parser.add_argument("--sample", type=int, default=10, help="calibration-again: cases per family")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -111,13 +151,15 @@ def main() -> int:
         if args.reuse and report.is_file():
             results[rung] = (verdicts_of(report), None)
         else:
-            results[rung] = run_rung(rung, args.library, args.jobs, args.runs)
+            results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample)
     for rung, (verdicts, seconds) in results.items():
         took = f", {seconds / 60:.1f} min with -n {args.jobs}" if seconds else ""
         print(f"\n== {rung} ({SOURCES[rung]}): {len(verdicts)} items{took}")
         print(outcome_table(verdicts))
         if rung.startswith("oracle") or rung == "textbook":
             print(ratio_line(verdicts))
+        if rung == "calibration-again":
+            print(self_ratio_line(args.library, verdicts))
     if "oracle" in results and "oracle-again" in results:
         print(f"\nverdict stability, oracle twice: {stability(results['oracle'][0], results['oracle-again'][0])}")
     print(f"\n== static dishonest rungs over cases/ ({args.library} tau_acc; no solver runs)")
