@@ -63,7 +63,7 @@ class Recipe:
 RECIPE_LIST = (
     Recipe("dolfinx", "trixie", "0.11.0", "/opt/dolfinx/bin/python"),
     Recipe("dealii", "bookworm", "9.4.1", "/usr/bin/python3", ("libraries/cxx_toolchain.py",)),
-    Recipe("firedrake", "bookworm", "2026.10.0", "/opt/firedrake/venv/bin/python"),
+    Recipe("firedrake", "trixie", "2026.10.0", "/opt/firedrake/venv/bin/python"),
 )
 RECIPES_BY_TRACK = {recipe.track: recipe for recipe in RECIPE_LIST}
 
