@@ -249,3 +249,13 @@ def start_podman_service(folder: Path, timeout: float = 30.0) -> tuple[subproces
         time.sleep(0.2)
     service.terminate()
     raise ContainerError(f"podman's API did not answer at {host} within {timeout:.0f} s")
+
+
+def image_digest(image: str) -> str | None:
+    """The image's repository digest when it came from a registry (locally built images
+    have none: their id, a hash of their content, names them)."""
+    try:
+        digests = client().images.get(image).attrs.get("RepoDigests") or []
+    except Exception:
+        return None
+    return digests[0] if digests else None

@@ -116,6 +116,7 @@ class Verdict:
     reference_norm: float | None = None
     submission: str = ""
     runtime_version: str = ""
+    runtime_image: str | None = None  # the container backend: the image id the runs used
     sandbox: str = ""
     artifacts: str = ""
     fingerprint: str = ""
@@ -153,9 +154,12 @@ def item_directory(settings: Settings, library: str, case_id: str) -> Path:
 
 
 def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:
-    payload = json.dumps([HARNESS_REVISION, case_fingerprint(record, library), library, submission.fingerprint,
-                          asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec,
-                          settings.calibrate, settings.sandbox], sort_keys=True, default=str)
+    parts = [HARNESS_REVISION, case_fingerprint(record, library), library, submission.fingerprint,
+             asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec, settings.calibrate,
+             settings.sandbox]
+    if settings.sandbox == "docker":  # another image is another runtime
+        parts.append(settings.runtime(library).image)
+    payload = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -256,6 +260,7 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
     runs = ItemRun(record, library, submission, item_dir, settings)
     verdict = Verdict.for_item(
         record, library, source_label, submission=submission.origin, runtime_version=runs.runtime.version,
+        runtime_image=runs.runtime.image,
         sandbox=runs.backend.name, artifacts=str(item_dir), fingerprint=fingerprint,
         case_fingerprint=case_fingerprint(record, library),
     )

@@ -18,6 +18,7 @@ import pytest
 from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .evaluation import Settings, Verdict, evaluate
+from .libraries import RuntimeMissing
 from .submissions import DirectorySource, NoSubmission
 
 if TYPE_CHECKING:
@@ -209,7 +210,22 @@ class PdeRun:
         return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
-                "sandbox": self.settings.sandbox, "mode": self.mode}
+                "sandbox": self.settings.sandbox, "mode": self.mode, **self._images()}
+
+    def _images(self) -> dict:
+        """The container backend: the image id and digest each library ran in."""
+        if self.settings.sandbox != "docker":
+            return {}
+        from .containers import image_digest
+
+        images = {}
+        for library in self.libraries:
+            try:
+                image = self.settings.runtime(library).image
+            except RuntimeMissing:
+                continue
+            images[library] = {"id": image, "digest": image_digest(image)}
+        return {"images": images}
 
     @property
     def mode(self) -> str:
