@@ -141,6 +141,10 @@ class _Recorder:
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
             self.calibrations = self.run.write_calibration()
+        if self.run.settings.sandbox == "docker":
+            from .sandbox import get_backend
+
+            get_backend("docker").sweep()  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         from .report import llm_usage, tables_by_library
