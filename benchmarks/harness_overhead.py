@@ -1,7 +1,11 @@
 """Harness overhead per item: what the sandbox, the runtime start-up and the gates
 cost on top of the solver's own (timed) work. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/harness_overhead.py [--repeats 10]
+    .venv/bin/python benchmarks/harness_overhead.py [--repeats 10] [--backends bubblewrap,none,docker]
+
+The docker backend needs an engine (DOCKER_HOST; `pdebench containers engine`) and the
+DOLFINx image (`pdebench containers build dolfinx`): its figure is the whole container
+life (create, copy in, start, wait, copy out, remove) around the same empty solver.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def median_ms(values) -> str:
 
 def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[float], list[float]]:
     """Wall time of a run whose solve() does nothing, and its timed window."""
-    track, runtime = get_track("dolfinx"), detect_runtime("dolfinx")
+    sandbox = "docker" if backend_name == "docker" else "bubblewrap"  # the runtime lives in the image
+    track, runtime = get_track("dolfinx"), detect_runtime("dolfinx", sandbox)
     walls, windows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
@@ -83,9 +88,10 @@ def whole_items(repeats: int) -> list[tuple[float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--backends", default="bubblewrap,none")
     args = parser.parse_args()
     print(f"DOLFINx {detect_runtime('dolfinx').version}; medians of {args.repeats} runs\n")
-    for backend in ("bubblewrap", "none"):
+    for backend in args.backends.split(","):
         walls, windows = process_start(backend, preload=False, repeats=args.repeats)
         print(f"{backend:10s} empty solver, no preload:   process {median_ms(walls)}   timed window "
               f"{median_ms(windows)}")
