@@ -192,11 +192,16 @@ def now_iso() -> str:
 
 
 def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info: dict, reference_norm: float,
-                   alphas: Alphas) -> str | None:
-    """Why a baseline cannot be used (pitfalls seen in the public harness), or None."""
+                   alphas: Alphas, setting: dict | None = None) -> str | None:
+    """Why a baseline cannot be used (pitfalls seen in the public harness), or None.
+    ``setting``: the calibration setting the run was given, which the baseline must have used."""
     alpha_acc, alpha_time, tau_min, tau_max = alphas.resolve(record)
     if not math.isfinite(e_base):
         return f"baseline error is not finite ({e_base})"
+    degree = solver_info.get("element_degree")
+    if setting and degree is not None and degree != setting.get("element_degree"):
+        return (f"the baseline ran degree {degree}, not its calibration setting's {setting.get('element_degree')}: "
+                "the oracle ignores the setting")
     if reference_norm < 1e-8:
         return f"reference field is ~0 (norm {reference_norm:.2e}): a relative error would be noise"
     if solver_info.get("converged") is False:

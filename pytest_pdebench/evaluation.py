@@ -331,6 +331,6 @@ def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Se
     if settings.calibrate:
         verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
         verdict.calibration_problem = check_baseline(record, verdict.error, verdict.t_agent, verdict.solver_info,
-                                                     verdict.reference_norm, settings.alphas)
+                                                     verdict.reference_norm, settings.alphas, runs.calibration_setting)
     else:
         gates.time_gate(verdict.t_agent, thresholds.tau_time)

@@ -46,6 +46,14 @@ def test_baselines_that_cannot_define_thresholds_are_rejected(e_base, t_base, in
     assert (found is None) if problem is None else (problem in found)
 
 
+def test_a_baseline_that_ignored_its_calibration_setting_is_rejected():
+    setting = {"element_degree": 1, "cells_per_side": 120}
+    found = check_baseline(record(), 3e-6, 1.0, {"element_degree": 2}, 10.0, Alphas(), setting)
+    assert "ran degree 2, not its calibration setting's 1" in found
+    assert check_baseline(record(), 3e-4, 1.0, {"element_degree": 1}, 10.0, Alphas(), setting) is None
+    assert check_baseline(record(), 3e-4, 1.0, {}, 10.0, Alphas(), setting) is None  # flows report no degree
+
+
 def test_store_merges_entries_and_ignores_stale_fingerprints(tmp_path):
     store = CalibrationStore(tmp_path, machine="test-machine")
     fresh = record()
