@@ -8,6 +8,7 @@ Only ``agent_view(record, library)`` may cross into a prompt or a sandbox: it ho
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterator, Literal, Optional, Union
 
@@ -425,4 +426,6 @@ def rewrite_case_file(path: Path, records: list[CaseRecord]) -> None:
 
 def write_case_file(path: Path, records: list[CaseRecord]) -> None:
     lines = [json.dumps(r.model_dump(mode="json", exclude_none=True), separators=(",", ":")) for r in records]
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # a reader never sees half a file (calibration and materialize run side by side)
