@@ -205,9 +205,10 @@ def python_in(track: str, labels: dict) -> str:
 
 
 def probe_python(image: str, python: str, modules: str, version_expr: str) -> dict:
-    code = (f"import json, sys\nimport {modules}\n"
-            f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))")
-    return json.loads(probe(image, [python, "-c", code]).strip().splitlines()[-1])
+    """The same probe as on the host (libraries.probe_program), run inside the image."""
+    from .libraries import probe_program
+
+    return json.loads(probe(image, [python, "-c", probe_program(modules, version_expr)]).strip().splitlines()[-1])
 
 
 PODMAN_CONF = """# written by pytest-pdebench: podman as the Docker API for the container backend

@@ -112,13 +112,18 @@ class Track:
         raise NotImplementedError
 
 
-def _probe_python(python: str, modules: str, version_expr: str, timeout: float = 120) -> dict:
-    """Ask an interpreter for its prefixes and a library version, in a subprocess."""
-    code = (
+def probe_program(modules: str, version_expr: str) -> str:
+    """Python source printing the interpreter's prefixes and a library version as JSON."""
+    return (
         "import json, sys\n"
         f"import {modules}\n"
         f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))\n"
     )
+
+
+def _probe_python(python: str, modules: str, version_expr: str, timeout: float = 120) -> dict:
+    """Ask an interpreter for its prefixes and a library version, in a subprocess."""
+    code = probe_program(modules, version_expr)
     try:
         done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
