@@ -14,12 +14,12 @@ CELLS_PER_LENGTH_3D = 8
 
 
 class TaylorHood:
-    def __init__(self, case_spec):
+    def __init__(self, case_spec, cells_per_length=CELLS_PER_LENGTH):
         self.case_spec = case_spec
         domain_spec, bc = case_spec["domain"], case_spec.get("bc", {})
         self.dim = 3 if "nz" in case_spec["eval_grid"] else 2
         self.size = domain_size(domain_spec)
-        _, cells = discretization(2, CELLS_PER_LENGTH_3D if self.dim == 3 else CELLS_PER_LENGTH)
+        _, cells = discretization(2, CELLS_PER_LENGTH_3D if self.dim == 3 else cells_per_length)
         self.h = self.size / cells  # the element stays Taylor-Hood in calibration runs
         self.msh = build_mesh(domain_spec, self.h)
         cell = self.msh.basix_cell()
