@@ -36,6 +36,7 @@ DEFAULT_TAU_MIN = 1e-6
 DEFAULT_TAU_MAX = 8e-3
 STRONG_ORACLE_SECTION = "strong_oracle"  # its errors against the references (reference agreement)
 REFERENCE_AGREEMENT = 0.1  # the strong oracle must be within this fraction of tau_acc of a reference
+ANCHOR_ACC_SHARE = 0.5  # the strong oracle's error on any record: at most this fraction of tau_acc
 
 
 def accuracy_threshold(e_base: float, alpha_acc: float, tau_min: float, tau_max: float) -> float:
@@ -173,10 +174,16 @@ class CalibrationStore:
         current.update(library=library, machine=self.machine_for(library))
         return self._replace(library, current)
 
+    def strong_oracle(self, record: CaseRecord, library: str) -> dict | None:
+        """The strong oracle's figures on the record (e_strong, t_strong, outcome), if
+        measured on this version of it."""
+        entry = self._file(library).get(STRONG_ORACLE_SECTION, {}).get(record.id)
+        return entry if entry and entry["fingerprint"] == case_fingerprint(record, library) else None
+
     def strong_oracle_error(self, record: CaseRecord, library: str) -> float | None:
         """The strong oracle's error against the record's reference, if measured on this version of it."""
-        entry = self._file(library).get(STRONG_ORACLE_SECTION, {}).get(record.id)
-        return entry["e_strong"] if entry and entry["fingerprint"] == case_fingerprint(record, library) else None
+        entry = self.strong_oracle(record, library)
+        return entry["e_strong"] if entry else None
 
     def _replace(self, library: str, current: dict) -> Path:
         path = self.path(library)

@@ -404,15 +404,17 @@ def load_cases(path: Path) -> list[tuple[Path, int, CaseRecord]]:
 
 
 def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord]) -> None:
-    """Regenerating records must not lose what was built for them since: references and
-    calibrations of records whose case and exact solution did not change are kept."""
+    """Regenerating records must not lose what was built for them since: references,
+    calibrations and calibration settings (refined, coarsened or adjusted per library
+    after the draw) of records whose case and exact solution did not change are kept."""
     old = {r.id: r for r in previous}
     for record in records:
         before = old.get(record.id)
         if before and before.case_spec == record.case_spec and (
                 before.evaluation_metadata.manufactured_solution == record.evaluation_metadata.manufactured_solution):
-            for name in ("thresholds", "reference_path", "reference_config"):
-                setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
+            for name in ("thresholds", "reference_path", "reference_config", "calibration_config"):
+                if name != "calibration_config" or getattr(before.evaluation_metadata, name) is not None:
+                    setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
 
 
 def rewrite_case_file(path: Path, records: list[CaseRecord]) -> None:

@@ -209,16 +209,18 @@ def _calibration_configs(args) -> int:
         config = record.evaluation_metadata.calibration_config
         return not (config and (config.upstream_oracle is not None or "adjusted" in config.source))
 
-    pools = None if args.refine else _upstream_pools(args.upstream)
+    pools = None if args.refine or args.coarsen else _upstream_pools(args.upstream)
     for file in case_files(Path(args.cases)):
         records = [record for _, record in iter_case_file(file)]
         chosen = [r for r in records if not args.family or r.family in args.family]
         if args.refine:
             changed = _refine_settings(chosen, args.refine, Path(args.calibrations))
+        elif args.coarsen:
+            changed = _coarsen_settings(chosen, args.coarsen, Path(args.calibrations))
         else:
             changed = len(_with_calibration_configs([r for r in chosen if redrawn(r)], args.upstream, pools))
         write_case_file(file, records)
-        print(f"{file}: calibration settings {'refined' if args.refine else 'drawn'} for {changed} of "
+        print(f"{file}: calibration settings {'refined' if args.refine else 'coarsened' if args.coarsen else 'drawn'} for {changed} of "
               f"{len(records)} records")
     return 0
 
@@ -244,6 +246,44 @@ def _refine_settings(records: list, library: str, calibrations: Path) -> int:
         config.source += (f"; refined from P{before['element_degree']}/{before['cells_per_side']} to "
                           f"P{after['element_degree']}/{after['cells_per_side']} (e_base {entry['e_base']:.1e} on "
                           f"{library})")
+        changed += 1
+    return changed
+
+
+def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
+    """Coarser meshes where this machine's baseline of LIBRARY leaves its strong oracle
+    (stored by `pdebench reference-agreement --all-records`) too little room: an error
+    above ANCHOR_ACC_SHARE x tau_acc, or, against a reference, above REFERENCE_AGREEMENT x
+    tau_acc."""
+    from .build.calibration_configs import coarsened
+    from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
+                              materialize)
+    from .cases import CalibrationSetting
+
+    store = CalibrationStore(calibrations)
+    entries = store.entries(library)
+    changed = 0
+    for record in records:
+        entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
+        strong = store.strong_oracle(record, library)
+        if not (entry and config and strong and entry["fingerprint"] == case_fingerprint(record, library)):
+            continue
+        share = REFERENCE_AGREEMENT if record.evaluation_metadata.construction_method == "reference_numerical" \
+            else ANCHOR_ACC_SHARE
+        if strong["e_strong"] <= share * materialize(record, library, entry, "", Alphas()).tau_acc:
+            continue  # the anchor passes with room (and agrees with the reference)
+        if strong["e_strong"] > share * record.evaluation_config.tau_max:
+            continue  # no tau_acc under the cap leaves room: the oracle or the reference must get better
+        before = config.settings[library].model_dump(exclude_none=True)
+        after = coarsened(before, entry["e_base"], strong["e_strong"], 3 if record.case_spec.eval_grid.nz else 2)
+        if after is None:
+            continue
+        for name, current in config.settings.items():  # a library's own adjusted setting stays
+            if current.model_dump(exclude_none=True) == before:
+                config.settings[name] = CalibrationSetting.model_validate(after)
+        config.source += (f"; coarsened from P{before['element_degree']}/{before['cells_per_side']} to "
+                          f"P{after['element_degree']}/{after['cells_per_side']} (e_base {entry['e_base']:.1e} under "
+                          f"the strong oracle's {strong['e_strong']:.1e} on {library})")
         changed += 1
     return changed
 
@@ -281,34 +321,44 @@ def _leak_audit(args) -> int:
 
 
 def _reference_agreement(args) -> int:
-    """Run the strong oracle on the reference-based records and keep its error against each
-    reference: a track's tau_acc should measure its own discretization, not the distance
-    between its oracle and the library that made the reference (issue 11)."""
+    """Run the strong oracle on the reference-based records (with --all-records: on every
+    record) and keep its error and time: against a reference, a track's tau_acc should
+    measure its own discretization, not the distance between its oracle and the library
+    that made the reference; on every record, the strong oracle is the anchor that must
+    pass (issue 11). --no-run reads the verdicts an earlier run left in --output."""
     import math
 
     import pytest
 
-    from .calibration import Alphas, CalibrationStore, case_fingerprint
+    from .calibration import CalibrationStore, case_fingerprint
     from .cases import load_cases
     from .evaluation import load_verdict
 
-    output = Path(args.output)
-    code = pytest.main(["-p", "no:cacheprovider", "-m", "reference_numerical", f"--pde-library={args.library}",
-                        f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", "--pde-runs=1",
-                        f"--pde-output={output}", "--pde-resume", "-q", "-rfE", *args.pytest_args])
+    output, code = Path(args.output), 0
+    if not args.no_run:
+        marker = [] if args.all_records else ["-m", "reference_numerical"]
+        code = pytest.main(["-p", "no:cacheprovider", *marker, f"--pde-library={args.library}",
+                            f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", "--pde-runs=1",
+                            f"--pde-output={output}", "--pde-resume", "-q", "-rfE", *args.pytest_args])
     store, measured = CalibrationStore(Path(args.calibrations)), {}
     for _, _, record in load_cases(Path(args.cases)):
-        if record.evaluation_metadata.construction_method != "reference_numerical":
+        if not args.all_records and record.evaluation_metadata.construction_method != "reference_numerical":
             continue
         verdict = load_verdict(output / args.library / record.id)
         fingerprint = case_fingerprint(record, args.library)
         if verdict and verdict.case_fingerprint == fingerprint and verdict.error is not None \
                 and math.isfinite(verdict.error):
-            measured[record.id] = {"e_strong": verdict.error, "fingerprint": fingerprint}
+            measured[record.id] = {"e_strong": verdict.error, "t_strong": verdict.t_agent,
+                                   "outcome": verdict.outcome, "fingerprint": fingerprint}
     path = store.write_strong_oracle(args.library, measured)
-    print(f"{path}: the strong oracle's error against the reference on {len(measured)} records "
-          f"(pdebench calibration-summary compares it with tau_acc)")
+    print(f"{path}: the strong oracle's error (and time) on {len(measured)} records "
+          f"(pdebench calibration-summary compares them with tau_acc and tau_time)")
     return int(code)
+
+
+def _strong_figures(entry: dict | None) -> dict:
+    entry = entry or {}
+    return {"e_strong": entry.get("e_strong"), "t_strong": entry.get("t_strong"), "outcome_strong": entry.get("outcome")}
 
 
 def _calibration_summary(args) -> int:
@@ -323,7 +373,8 @@ def _calibration_summary(args) -> int:
         if thresholds is not None and args.library in record.supported_libraries:
             rows.append({"family": record.family, "method": record.evaluation_metadata.construction_method,
                          "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc,
-                         "e_strong": store.strong_oracle_error(record, args.library), "id": record.id})
+                         "tau_time": thresholds.tau_time, "id": record.id,
+                         **_strong_figures(store.strong_oracle(record, args.library))})
     if not rows:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
         return 1
@@ -479,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     configs.add_argument("--upstream", default=UPSTREAM_FILE)
     configs.add_argument("--refine", metavar="LIBRARY", help="instead: finer meshes where this machine's "
                          "calibration of LIBRARY has e_base >= 1e-3")
+    configs.add_argument("--coarsen", metavar="LIBRARY", help="instead: coarser meshes where this machine's "
+                         "calibration of LIBRARY is more accurate than its strong oracle (reference-agreement "
+                         "--all-records)")
     configs.add_argument("--calibrations", default="calibrations")
     configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
     configs.set_defaults(func=_calibration_configs)
@@ -498,6 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     agreement.add_argument("--calibrations", default="calibrations")
     agreement.add_argument("--output", default="reports/calibration/strong", help="the runs' audit folders "
                            "(finished items are reused)")
+    agreement.add_argument("--all-records", action="store_true", help="every record, not only the "
+                           "reference-based ones (the strong oracle as the anchor that must pass)")
+    agreement.add_argument("--no-run", action="store_true", help="read the verdicts already in --output "
+                           "(a run of the oracle with the same cases, e.g. benchmarks/validity.py's)")
     agreement.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     agreement.set_defaults(func=_reference_agreement)
 

@@ -153,7 +153,26 @@ def _targets(rows: list[dict], tau_min: float, tau_max: float) -> str:
     out.append(f"{'ok ' if worst < REFERENCE_E_BASE_LIMIT else 'OFF'} largest reference-based e_base {worst:.1e} "
                f"(limit {REFERENCE_E_BASE_LIMIT})")
     out.append(_reference_agreement(rows))
+    out.append(_anchor(rows))
     return "\n".join(out)
+
+
+def _anchor(rows: list[dict]) -> str:
+    """The strong oracle as the anchor every record must pass, with room on accuracy:
+    a calibration baseline more accurate than it makes a case stricter than the paper's."""
+    from .calibration import ANCHOR_ACC_SHARE
+
+    measured = [r for r in rows if r.get("e_strong") is not None]
+    if not measured:
+        return "--  the strong oracle (the anchor that must pass) not measured on any record"
+    tight = sorted((r["e_strong"] / r["tau_acc"], r["id"]) for r in measured
+                   if r["e_strong"] > ANCHOR_ACC_SHARE * r["tau_acc"])
+    failed = [r for r in measured if r.get("outcome_strong") not in (None, "PASS")]
+    ok = not tight and not failed and len(measured) == len(rows)
+    line = (f"{'ok ' if ok else 'OFF'} anchor: the strong oracle PASSes {len(measured) - len(failed)} of "
+            f"{len(measured)} measured records ({len(rows) - len(measured)} not measured), its error within "
+            f"{ANCHOR_ACC_SHARE:g} x tau_acc on {len(measured) - len(tight)}")
+    return line + "".join(f"\n      {case}: error {ratio:.2f} x tau_acc" for ratio, case in tight[::-1][:10])
 
 
 def _reference_agreement(rows: list[dict]) -> str:

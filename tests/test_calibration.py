@@ -223,3 +223,79 @@ def test_summary_flags_a_strong_oracle_far_from_the_reference():
     assert line.startswith("OFF") and "far: 0.40 x tau_acc" in line
     rows.append({"id": "unmeasured", "method": "reference_numerical", "tau_acc": 1e-3, "e_strong": None})
     assert "1 not measured" in _reference_agreement(rows[:2] + rows[3:])
+
+
+def test_summary_flags_records_the_strong_oracle_does_not_pass_with_room():
+    from pytest_pdebench.report import _anchor
+
+    rows = [{"id": f"c{i}", "tau_acc": 1e-3, "e_strong": e, "outcome_strong": "PASS"} for i, e in enumerate([1e-5, 4e-4])]
+    assert _anchor(rows).startswith("ok ")
+    rows.append({"id": "tight", "tau_acc": 1e-3, "e_strong": 7e-4, "outcome_strong": "PASS"})
+    line = _anchor(rows)
+    assert line.startswith("OFF") and "tight: error 0.70 x tau_acc" in line and "within 0.5 x tau_acc on 2" in line
+    slow = [*rows[:2], {"id": "slow", "tau_acc": 1e-3, "e_strong": 1e-5, "outcome_strong": "F-Time"}]
+    assert _anchor(slow).startswith("OFF") and "PASSes 2 of 3" in _anchor(slow)
+    assert "1 not measured" in _anchor([*rows[:2], {"id": "x", "tau_acc": 1e-3, "e_strong": None}])
+
+
+def test_a_baseline_more_accurate_than_the_strong_oracle_gets_a_coarser_mesh():
+    from pytest_pdebench.build.calibration_configs import COARSEN_CEILING, coarsened
+
+    p2 = {"element_degree": 2, "cells_per_side": 240, "solver": "direct"}
+    # aimed at the strong oracle's error with e ~ h^4 for P2: 3.5e-6 -> 3.5e-4 is 100x, h x 100^(1/4)
+    assert coarsened(p2, 3.5e-6, 3.5e-4, 2) == {**p2, "cells_per_side": 75}
+    # the aim is never where the next refinement pass (e_base >= 1e-3) would undo it
+    assert coarsened(p2, 3.5e-6, 5e-2, 2) == coarsened(p2, 3.5e-6, COARSEN_CEILING, 2)
+    # P1: e ~ h^2
+    assert coarsened({**p2, "element_degree": 1}, 1e-5, 1e-4, 2)["cells_per_side"] == 75
+    # a baseline at rounding level reproduced the reference's discretization: half the mesh
+    assert coarsened(p2, 2e-8, 1e-3, 2)["cells_per_side"] == 120
+    # not more accurate than the anchor, or already at the coarsest mesh: unchanged
+    assert coarsened(p2, 5e-4, 3e-4, 2) is None
+    assert coarsened({**p2, "cells_per_side": 8}, 1e-6, 1e-4, 2) is None
+
+
+def test_calibration_configs_coarsen_uses_the_stored_strong_oracle_and_keeps_adjusted_settings(tmp_path):
+    from pytest_pdebench.cases import iter_case_file
+
+    data = record_dict()
+    setting = {"element_degree": 2, "cells_per_side": 240, "solver": "direct"}
+    data["evaluation_metadata"]["calibration_config"] = {
+        "source": "test", "settings": {"dolfinx": dict(setting), "dealii": {**setting, "cells_per_side": 100}}}
+    fine = CaseRecord.model_validate(data)
+    cases = tmp_path / "cases.jsonl"
+    write_jsonl(cases, [data])
+    store = CalibrationStore(tmp_path / "calibrations")
+    fingerprint = case_fingerprint(fine, "dolfinx")
+    store.write("dolfinx", {fine.id: {"e_base": 3.5e-6, "t_base": 2.0, "fingerprint": fingerprint}})
+    store.write_strong_oracle("dolfinx", {fine.id: {"e_strong": 3.5e-4, "t_strong": 1.0, "outcome": "F-Acc",
+                                                    "fingerprint": fingerprint}})
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "calibration-configs", str(cases),
+                           "--coarsen", "dolfinx", "--calibrations", str(tmp_path / "calibrations")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [(_, after)] = list(iter_case_file(cases))
+    config = after.evaluation_metadata.calibration_config
+    assert config.settings["dolfinx"].cells_per_side == 75
+    assert config.settings["dealii"].cells_per_side == 100  # deal.II's own setting differed: kept
+    assert "coarsened from P2/240 to P2/75" in config.source
+
+
+def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_changed(tmp_path):
+    from pytest_pdebench.cases import iter_case_file, rewrite_case_file
+
+    built = record_dict()
+    built["evaluation_metadata"]["calibration_config"] = {
+        "source": "drawn; refined from P1/64 to P2/64", "settings": {"dolfinx": {"element_degree": 2, "cells_per_side": 64}}}
+    path = write_jsonl(tmp_path / "cases.jsonl", [built])
+    drawn = record_dict()
+    drawn["evaluation_metadata"]["calibration_config"] = {
+        "source": "drawn", "settings": {"dolfinx": {"element_degree": 1, "cells_per_side": 64}}}
+    rewrite_case_file(path, [CaseRecord.model_validate(drawn)])
+    [(_, kept)] = list(iter_case_file(path))
+    assert kept.evaluation_metadata.calibration_config.source == "drawn; refined from P1/64 to P2/64"
+    changed = record_dict(nx=51)
+    changed["evaluation_metadata"]["calibration_config"] = drawn["evaluation_metadata"]["calibration_config"]
+    rewrite_case_file(path, [CaseRecord.model_validate(changed)])
+    [(_, redrawn)] = list(iter_case_file(path))
+    assert redrawn.evaluation_metadata.calibration_config.source == "drawn"
