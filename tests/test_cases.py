@@ -124,10 +124,14 @@ def _same_data(a, b, path="") -> bool:
 @pytest.mark.skipif(not UPSTREAM.is_file(), reason="the upstream file is not on this machine")
 @pytest.mark.parametrize("folder", [CASES_DIR, STARTER])
 def test_committed_calibration_settings_are_the_drawn_ones(folder):
-    """Generated records: the upstream draw, scaled (build/calibration_configs.py); a
-    refinement after calibration may only make a mesh finer, and says so."""
+    """Generated records: the upstream draw, scaled (build/calibration_configs.py), then
+    the steps the source names, in order: a refinement may only make a mesh finer (or the
+    degree higher), a coarsening only fewer cells of the same degree."""
+    import re
+
     from pytest_pdebench.build.calibration_configs import calibration_config, read_distribution
 
+    step = re.compile(r"(refined|coarsened) from P(\d)/(\d+) to P(\d)/(\d+)")
     pools = read_distribution(UPSTREAM)
     for _, _, record in load_cases(folder):
         config = record.evaluation_metadata.calibration_config
@@ -136,11 +140,14 @@ def test_committed_calibration_settings_are_the_drawn_ones(folder):
             wanted = drawn["settings"][library]
             if "adjusted" in config.source:  # set by hand after a rejected baseline, the reason in the source
                 continue
-            if "refined" in config.source:  # finer only: a higher degree or more cells
-                assert (setting.element_degree, setting.cells_per_side) > (wanted["element_degree"],
-                                                                            wanted["cells_per_side"]), record.id
-                wanted = {**wanted, "element_degree": setting.element_degree,
-                          "cells_per_side": setting.cells_per_side}
+            for kind, *numbers in step.findall(config.source):
+                before_degree, before_cells, degree, cells = map(int, numbers)
+                assert (before_degree, before_cells) == (wanted["element_degree"], wanted["cells_per_side"]), record.id
+                if kind == "refined":
+                    assert (degree, cells) > (before_degree, before_cells), record.id
+                else:
+                    assert degree == before_degree and cells < before_cells, record.id
+                wanted = {**wanted, "element_degree": degree, "cells_per_side": cells}
             assert setting.model_dump(exclude_none=True) == {"solver": "direct", **wanted}, (record.id, library)
 
 
