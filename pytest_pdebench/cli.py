@@ -228,7 +228,6 @@ def _calibration_configs(args) -> int:
 def _refine_settings(records: list, library: str, calibrations: Path) -> int:
     from .build.calibration_configs import REFINE_ABOVE, refined
     from .calibration import CalibrationStore, case_fingerprint
-    from .cases import CalibrationSetting
 
     entries = CalibrationStore(calibrations).entries(library)
     changed = 0
@@ -241,13 +240,21 @@ def _refine_settings(records: list, library: str, calibrations: Path) -> int:
         after = refined(before, entry["e_base"], 3 if record.case_spec.eval_grid.nz else 2)
         if after == before:
             continue  # as fine as a calibration setting gets
-        for name in config.settings:
-            config.settings[name] = CalibrationSetting.model_validate(after)
-        config.source += (f"; refined from P{before['element_degree']}/{before['cells_per_side']} to "
-                          f"P{after['element_degree']}/{after['cells_per_side']} (e_base {entry['e_base']:.1e} on "
-                          f"{library})")
+        _change_setting(config, before, after, "refined", f"e_base {entry['e_base']:.1e} on {library}")
         changed += 1
     return changed
+
+
+def _change_setting(config, before: dict, after: dict, step: str, why: str) -> None:
+    """Give every library whose setting is ``before`` the setting ``after`` (a library's own
+    adjusted setting stays) and name the step in the source (tests replay the steps)."""
+    from .cases import CalibrationSetting
+
+    for name, current in config.settings.items():
+        if current.model_dump(exclude_none=True) == before:
+            config.settings[name] = CalibrationSetting.model_validate(after)
+    config.source += (f"; {step} from P{before['element_degree']}/{before['cells_per_side']} to "
+                      f"P{after['element_degree']}/{after['cells_per_side']} ({why})")
 
 
 def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
@@ -258,7 +265,6 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
     from .build.calibration_configs import coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
-    from .cases import CalibrationSetting
 
     store = CalibrationStore(calibrations)
     entries = store.entries(library)
@@ -278,12 +284,8 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
         after = coarsened(before, entry["e_base"], strong["e_strong"], 3 if record.case_spec.eval_grid.nz else 2)
         if after is None:
             continue
-        for name, current in config.settings.items():  # a library's own adjusted setting stays
-            if current.model_dump(exclude_none=True) == before:
-                config.settings[name] = CalibrationSetting.model_validate(after)
-        config.source += (f"; coarsened from P{before['element_degree']}/{before['cells_per_side']} to "
-                          f"P{after['element_degree']}/{after['cells_per_side']} (e_base {entry['e_base']:.1e} under "
-                          f"the strong oracle's {strong['e_strong']:.1e} on {library})")
+        _change_setting(config, before, after, "coarsened",
+                        f"e_base {entry['e_base']:.1e} under the strong oracle's {strong['e_strong']:.1e} on {library}")
         changed += 1
     return changed
 
