@@ -68,6 +68,9 @@ def case_fingerprint(record: CaseRecord, library: str) -> str:
     meta = record.evaluation_metadata
     payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
                "reference_path": meta.reference_path}
+    digest = (meta.reference_config or {}).get("digest")
+    if digest:  # a rebuilt reference invalidates the baselines measured against the old one
+        payload["reference_digest"] = digest
     setting = meta.calibration_config.settings.get(library) if meta.calibration_config else None
     if setting:  # a new baseline setting invalidates that library's baseline, and only that one
         payload["calibration_setting"] = setting.model_dump(exclude_none=True)

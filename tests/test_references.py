@@ -23,6 +23,27 @@ def test_reference_is_built_checked_and_stored(tmp_path):
     with np.load(stored) as data:
         assert data["u"].shape == (100, 100) and data["u"].dtype == np.float32
     assert record.evaluation_metadata.reference_config["g12"] == pytest.approx(outcome.g12)
+    # the strong oracle (level 1) agrees with it well inside any threshold under the cap
+    assert outcome.e_base_estimate <= 0.1 * record.evaluation_config.tau_max
+    # a rebuilt reference with other values is another case for every baseline measured against it
+    from pytest_pdebench.calibration import case_fingerprint
+    before = case_fingerprint(record, "dolfinx")
+    record.evaluation_metadata.reference_config["digest"] = "0" * 16
+    assert case_fingerprint(record, "dolfinx") != before
+
+
+@dolfinx
+def test_a_reference_the_strong_oracle_cannot_reach_is_discarded(tmp_path):
+    """The anchor must PASS every case: a strong oracle farther from its own reference
+    than 0.1 x tau_max would fail accuracy (or disagree with the reference) whatever the
+    baseline. A cap of 1e-6 puts this well-resolved case in that position."""
+    record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))
+    record.evaluation_metadata.reference_path = None
+    record.evaluation_config.tau_max = 1e-6
+    outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
+    assert not outcome.kept
+    assert "no threshold could hold it to its own reference" in outcome.reason
+    assert record.evaluation_metadata.reference_path is None and not (tmp_path / "references").exists()
 
 
 @dolfinx
@@ -51,6 +72,42 @@ def test_a_flow_the_elements_resolve_exactly_is_kept(tmp_path):
     outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
     assert outcome.kept, outcome.reason
     assert outcome.e_base_estimate < 1e-10
+
+
+@dolfinx
+def test_the_strong_oracle_curves_its_cells_and_grades_reentrant_corners(tmp_path, monkeypatch):
+    """Strong runs: quadratic cells on curved boundaries, cells down to CORNER_SIZE x h at
+    re-entrant corners. Calibration runs keep the straight, uniform meshes they were drawn on."""
+    import sys
+
+    for folder in (ORACLE, ORACLE / "dolfinx"):
+        monkeypatch.syspath_prepend(str(folder))
+    import mpi4py.MPI  # noqa: F401 (loads libmpi before dolfinx)
+
+    common = __import__("_oracle_common")
+    calibration = sys.modules["_calibration"]
+    monkeypatch.chdir(tmp_path)
+    h = 1 / 16
+
+    def smallest_cell(msh):
+        import dolfinx
+
+        tdim = msh.topology.dim
+        cells = np.arange(msh.topology.index_map(tdim).size_local, dtype=np.int32)
+        return dolfinx.cpp.mesh.h(msh._cpp_object, tdim, cells).min()
+
+    calibration.calibration_setting.cache_clear()
+    assert common.build_mesh({"type": "circle"}, h).geometry.cmaps[0].degree == 2
+    l_shape = common.build_mesh({"type": "l_shape"}, h)
+    assert l_shape.geometry.cmaps[0].degree == 1 and smallest_cell(l_shape) < 3 * common.CORNER_SIZE * h
+
+    (tmp_path / "calibration_config.json").write_text('{"element_degree": 1, "cells_per_side": 16}')
+    calibration.calibration_setting.cache_clear()
+    try:
+        assert common.build_mesh({"type": "circle"}, h).geometry.cmaps[0].degree == 1
+        assert smallest_cell(common.build_mesh({"type": "l_shape"}, h)) > 0.5 * h
+    finally:
+        calibration.calibration_setting.cache_clear()
 
 
 def test_calibration_tables_follow_the_papers_layout():

@@ -8,7 +8,10 @@ coarse-to-fine checks hold:
     g12 = ||u_1 - u_2||  <  g01 = ||u_0 - u_1||     (the levels converge)
 
 unless the gaps are at rounding level (the elements represent the solution exactly).
-A reference that is ~0 is rejected: relative errors against it would be noise.
+A reference that is ~0 is rejected: relative errors against it would be noise. So is
+one the strong oracle (level 1) does not reach within REFERENCE_AGREEMENT x tau_max:
+no threshold under the cap could then tell the oracle's own error from the reference's
+(unresolved layers, for instance), and the strong oracle must PASS every case.
 
 The reference is stored as a compressed float32 ``.npz`` beside the case file under
 ``references/`` (evaluator-only: never mounted into a sandbox), and the record gets
@@ -17,11 +20,14 @@ The reference is stored as a compressed float32 ``.npz`` beside the case file un
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..calibration import REFERENCE_AGREEMENT
 from ..cases import CaseRecord
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
@@ -66,6 +72,9 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         outcome.reason = f"reference field is ~0 (norm {norm:.2g}): a relative error would be noise"
     elif not e_base < MAX_BASE_ERROR:
         outcome.reason = f"e_base estimate {e_base:.3g} >= {MAX_BASE_ERROR}"
+    elif not e_base <= REFERENCE_AGREEMENT * record.evaluation_config.tau_max:
+        outcome.reason = (f"the strong oracle is {e_base:.3g} from the reference, above "
+                          f"{REFERENCE_AGREEMENT} x tau_max: no threshold could hold it to its own reference")
     elif not (g12 < g01 or resolved_exactly):
         outcome.reason = f"levels do not converge (g12 {g12:.3g} >= g01 {g01:.3g})"
     else:
@@ -74,9 +83,11 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: fine[..., i].astype(np.float32) for i, name in enumerate(names)}
         np.savez_compressed(path, **arrays)
+        digest = hashlib.sha256(b"".join(arrays[name].tobytes() for name in names)).hexdigest()[:16]
         meta = record.evaluation_metadata
         meta.reference_path = str(relative)
         meta.reference_config = {**(meta.reference_config or {}), "oracle": "dolfinx", "levels": list(LEVELS),
-                                 "e_base_estimate": e_base, "g01": g01, "g12": g12}
+                                 "e_base_estimate": e_base, "g01": g01, "g12": g12,
+                                 "digest": digest}
         outcome.kept, outcome.reason = True, "kept"
     return outcome

@@ -102,6 +102,39 @@ def occ_surface(occ, kind, p):
     raise NotImplementedError(f"the oracle has no mesher for domain {kind!r}")
 
 
+def reentrant_corners(model, surface, probe):
+    """Boundary points of ``surface`` where the domain's interior angle exceeds pi
+    (found by sampling a circle of radius ``probe`` around each point)."""
+    angles = np.linspace(0, 2 * math.pi, 72, endpoint=False)
+    corners = []
+    for _, point in model.getBoundary([(2, surface)], combined=False, recursive=True):
+        x, y, _ = model.getValue(0, point, [])
+        ring = np.column_stack([x + probe * np.cos(angles), y + probe * np.sin(angles), np.zeros_like(angles)])
+        inside = sum(model.isInside(2, surface, list(xyz)) > 0 for xyz in ring)
+        if inside > 0.55 * len(angles):
+            corners.append(point)
+    return corners
+
+
+def grade_towards(model, points, h, finest, slope=0.3):
+    """A mesh-size field: ``finest`` at the given points, growing linearly with the
+    distance (``slope`` cells' size per unit length) up to h. Returns the field id."""
+    distance = model.mesh.field.add("Distance")
+    model.mesh.field.setNumbers(distance, "PointsList", points)
+    threshold = model.mesh.field.add("Threshold")
+    model.mesh.field.setNumber(threshold, "InField", distance)
+    model.mesh.field.setNumber(threshold, "SizeMin", finest)
+    model.mesh.field.setNumber(threshold, "SizeMax", h)
+    model.mesh.field.setNumber(threshold, "DistMin", finest)
+    model.mesh.field.setNumber(threshold, "DistMax", finest + (h - finest) / slope)
+    model.mesh.field.setAsBackgroundMesh(threshold)
+    return threshold
+
+
+def has_curves(model, surface):
+    return any(model.getType(1, curve) != "Line" for _, curve in model.getBoundary([(2, surface)], oriented=False))
+
+
 def curve_tags(model, kind, p, curves):
     """Template tag name -> curve ids, from where each boundary curve lies."""
     tags = {"boundary": list(curves)}

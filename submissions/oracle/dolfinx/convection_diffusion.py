@@ -13,7 +13,7 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from _oracle_common import (dirichlet_conditions, element_degree, forcing_of, mesh_and_space, natural_term,
+from _oracle_common import (cell_diameter, dirichlet_conditions, element_degree, forcing_of, mesh_and_space, natural_term,
                             run_linear_steps, sample_on_grid, SCALAR_BC_KINDS, solve_linear, Stepping, time_grid,
                             to_ufl)
 from _outputs import write_outputs
@@ -34,7 +34,7 @@ def solve(case_spec):
     eps = fem.Constant(msh, PETSc.ScalarType(float(params["epsilon"])))
     beta = ufl.as_vector([float(b) for b in params["beta"]])
     beta_norm = ufl.sqrt(ufl.dot(beta, beta)) + 1e-14
-    cell_h = ufl.CellDiameter(msh)
+    cell_h = cell_diameter(msh)
     peclet = beta_norm * cell_h / (2 * eps)
     tau = cell_h / (2 * beta_norm) * ufl.min_value(1.0, peclet / 3)
     streamline_v = tau * ufl.dot(beta, ufl.grad(v))
