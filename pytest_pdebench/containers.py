@@ -5,7 +5,7 @@ a track has inside its image.
   recipe is a new image: ``pdebench-dolfinx:0.11.0-<hash12>``.
 - Base images: with no registry in reach (this project's CI), ``debootstrap
   --variant=minbase`` of the Debian release, imported through the SDK as
-  ``pdebench-base:<release>``; ``--base-from-registry`` builds ``FROM debian:<release>``.
+  ``localhost/pdebench-base:<release>``; ``--base-from-registry`` builds ``FROM debian:<release>``.
 - ``--pde-image TRACK=IMAGE`` runs a track in another image (an upstream one, say); the
   image must hold the runtime at the path its ``org.pdebench.python`` label names, or
   the track's default path.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 RECIPES = Path(__file__).resolve().parent.parent / "containers"
 PACKAGE = Path(__file__).resolve().parent
-BASE_REPOSITORY = "pdebench-base"
+BASE_REPOSITORY = "localhost/pdebench-base"  # "localhost/": podman would look for a bare name on docker.io
 DEBIAN_MIRROR = os.environ.get("PDEBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
@@ -97,7 +97,7 @@ def _has_image(engine, name: str) -> bool:
 
 
 def build_base(engine, release: str, log=print) -> str:
-    """pdebench-base:<release>, from debootstrap, unless it is there already."""
+    """localhost/pdebench-base:<release>, from debootstrap, unless it is there already."""
     name = f"{BASE_REPOSITORY}:{release}"
     if _has_image(engine, name):
         return name
@@ -114,8 +114,23 @@ def build_base(engine, release: str, log=print) -> str:
         shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
         with tarfile.open(archive, "w") as tar:
             tar.add(rootfs, arcname=".")
-        engine.api.import_image(src=str(archive), repository=BASE_REPOSITORY, tag=release)
+        engine.api.import_image(src=str(archive), repository=name)  # podman ignores a separate tag= (imports :latest)
     return name
+
+
+SITE_CA_FOLDER = "site-ca"  # build context folder the recipes install as extra trusted CAs
+
+
+def _add_site_certificates(folder: Path) -> None:
+    """The host's extra CA certificates (PDEBENCH_CA_CERTIFICATES: a file or folder, else
+    /usr/local/share/ca-certificates), for pip behind a TLS-inspecting proxy. Site
+    configuration, not recipe: they stay out of the image tag's hash."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "README").write_text("extra CA certificates of the building host (*.crt)\n")
+    source = Path(os.environ.get("PDEBENCH_CA_CERTIFICATES", "/usr/local/share/ca-certificates"))
+    found = [source] if source.is_file() else sorted(source.rglob("*.crt")) if source.is_dir() else []
+    for index, certificate in enumerate(found):
+        shutil.copy2(certificate, folder / f"site-{index}-{certificate.stem}.crt")
 
 
 def build(track: str, base_from_registry: bool = False, log=print) -> str:
@@ -133,6 +148,7 @@ def build(track: str, base_from_registry: bool = False, log=print) -> str:
         for name, path in recipe.context_files().items():
             (Path(context) / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, Path(context) / name)
+        _add_site_certificates(Path(context) / SITE_CA_FOLDER)
         try:
             _, lines = engine.images.build(path=context, dockerfile="Containerfile", tag=recipe.tag,
                                            buildargs={"BASE": base}, rm=True, forcerm=True,
@@ -141,8 +157,10 @@ def build(track: str, base_from_registry: bool = False, log=print) -> str:
             for line in lines:
                 if "stream" in line and line["stream"].strip():
                     log(line["stream"].rstrip())
-        except Exception as exc:
-            raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}") from None
+        except Exception as exc:  # BuildError carries the build's output: its end says why
+            output = "".join(line.get("stream", "") for line in getattr(exc, "build_log", None) or [])
+            raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}"
+                                 + (f"\n--- end of the build output ---\n{output[-3000:]}" if output else "")) from None
     return recipe.tag
 
 

@@ -45,8 +45,8 @@ def python_request(tmp_path, image, body: str, timeout: float = 20) -> RunReques
     from pytest_pdebench.containers import RECIPES_BY_TRACK
 
     work, cache = tmp_path / "work", tmp_path / "cache"
-    work.mkdir()
-    cache.mkdir()
+    work.mkdir(parents=True)
+    cache.mkdir(parents=True)
     (work / "case_spec.json").write_text(json.dumps({"case_spec": {}}))
     (work / "solver.py").write_text(body)
     return RunRequest([RECIPES_BY_TRACK["dolfinx"].python, "-I", "{harness}/runner.py", "solver.py", ""], work, cache,
