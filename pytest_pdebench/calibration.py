@@ -177,16 +177,13 @@ class CalibrationStore:
         current.update(library=library, machine=self.machine_for(library))
         return self._replace(library, current)
 
-    def strong_oracle(self, record: CaseRecord, library: str) -> dict | None:
+    def strong_oracle(self, record: CaseRecord, library: str, oracle: str | None = None) -> dict | None:
         """The strong oracle's figures on the record (e_strong, t_strong, outcome), if
-        measured on this version of it."""
+        measured on this version of it (and, given ``oracle``, of the oracle's code)."""
         entry = self._file(library).get(STRONG_ORACLE_SECTION, {}).get(record.id)
-        return entry if entry and entry["fingerprint"] == case_fingerprint(record, library) else None
-
-    def strong_oracle_error(self, record: CaseRecord, library: str) -> float | None:
-        """The strong oracle's error against the record's reference, if measured on this version of it."""
-        entry = self.strong_oracle(record, library)
-        return entry["e_strong"] if entry else None
+        if not entry or entry["fingerprint"] != case_fingerprint(record, library):
+            return None
+        return entry if oracle is None or entry.get("oracle") == oracle else None
 
     def _replace(self, library: str, current: dict) -> Path:
         path = self.path(library)

@@ -265,13 +265,15 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
     from .build.calibration_configs import coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
+    from .submissions import oracle_fingerprint
 
     store = CalibrationStore(calibrations)
     entries = store.entries(library)
     changed = 0
     for record in records:
         entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
-        strong = store.strong_oracle(record, library) or _reference_build_gap(record, library)
+        strong = store.strong_oracle(record, library, oracle_fingerprint(record, library)) \
+            or _reference_build_gap(record, library)
         if not (entry and config and strong and entry["fingerprint"] == case_fingerprint(record, library)):
             continue
         share = REFERENCE_AGREEMENT if record.evaluation_metadata.construction_method == "reference_numerical" \
@@ -361,7 +363,8 @@ def _reference_agreement(args) -> int:
         if verdict and verdict.case_fingerprint == fingerprint and verdict.error is not None \
                 and math.isfinite(verdict.error):
             measured[record.id] = {"e_strong": verdict.error, "t_strong": verdict.t_agent,
-                                   "outcome": verdict.outcome, "fingerprint": fingerprint}
+                                   "outcome": verdict.outcome, "fingerprint": fingerprint,
+                                   "oracle": verdict.submission_fingerprint}
     path = store.write_strong_oracle(args.library, measured)
     print(f"{path}: the strong oracle's error (and time) on {len(measured)} records "
           f"(pdebench calibration-summary compares them with tau_acc and tau_time)")
@@ -377,6 +380,7 @@ def _calibration_summary(args) -> int:
     from .calibration import Alphas, CalibrationStore
     from .cases import load_cases
     from .report import calibration_tables
+    from .submissions import oracle_fingerprint
 
     store = CalibrationStore(Path(args.calibrations))
     rows = []
@@ -386,7 +390,9 @@ def _calibration_summary(args) -> int:
             rows.append({"family": record.family, "method": record.evaluation_metadata.construction_method,
                          "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc,
                          "tau_time": thresholds.tau_time, "id": record.id,
-                         **_strong_figures(store.strong_oracle(record, args.library))})
+                         **_strong_figures(store.strong_oracle(record, args.library,
+                                                               oracle_fingerprint(record, args.library))),
+                         "e_strong_build": (_reference_build_gap(record, args.library) or {}).get("e_strong")})
     if not rows:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
         return 1

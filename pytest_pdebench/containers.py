@@ -222,6 +222,12 @@ def python_in(track: str, labels: dict) -> str:
     return labels.get("org.pdebench.python") or RECIPES_BY_TRACK[track].python
 
 
+def env_in(labels: dict) -> dict[str, str]:
+    """The variables an image's runtime needs (label org.pdebench.env, "KEY=value KEY=value")."""
+    pairs = (item.split("=", 1) for item in labels.get("org.pdebench.env", "").split() if "=" in item)
+    return {key: value for key, value in pairs}
+
+
 def probe_python(image: str, python: str, modules: str, version_expr: str) -> dict:
     """The same probe as on the host (libraries.probe_program), run inside the image."""
     from .libraries import probe_program

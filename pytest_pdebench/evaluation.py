@@ -115,6 +115,7 @@ class Verdict:
     calibration_problem: str | None = None
     reference_norm: float | None = None
     submission: str = ""
+    submission_fingerprint: str = ""  # hash of the solver and helpers that ran
     runtime_version: str = ""
     runtime_image: str | None = None  # the container backend: the image id the runs used
     sandbox: str = ""
@@ -259,7 +260,8 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
             return previous
     runs = ItemRun(record, library, submission, item_dir, settings)
     verdict = Verdict.for_item(
-        record, library, source_label, submission=submission.origin, runtime_version=runs.runtime.version,
+        record, library, source_label, submission=submission.origin, submission_fingerprint=submission.fingerprint,
+        runtime_version=runs.runtime.version,
         runtime_image=runs.runtime.image,
         sandbox=runs.backend.name, artifacts=str(item_dir), fingerprint=fingerprint,
         case_fingerprint=case_fingerprint(record, library),

@@ -73,3 +73,18 @@ class DirectorySource:
                 return Submission(solver_name, files, str(path))
         shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")
+
+
+ORACLE = Path(__file__).resolve().parent.parent / "submissions" / "oracle"
+
+
+def oracle_fingerprint(record: CaseRecord, library: str, oracle: Path = ORACLE) -> str | None:
+    """The fingerprint the bundled oracle's submission for this item has now (None where it
+    has no solver): figures measured with other oracle code are stale."""
+    from .libraries import get_track
+
+    try:
+        return DirectorySource(oracle).submission_for(record, library, get_track(library).suffixes).fingerprint
+    except NoSubmission:
+        return None
+

@@ -3,6 +3,8 @@
 # and gmsh) from apt, a Python 3.12 virtual environment (.venv, or $PDEBENCH_VENV) with
 # DOLFINx 0.11 from PyPI and this package, and the deal.II toolchain cache (compile
 # flags and a precompiled header, ~1 minute once). PDEBENCH_SKIP_DEALII=1 leaves deal.II out.
+# podman, runc and debootstrap (apt) serve --pde-sandbox=docker; PDEBENCH_SKIP_CONTAINERS=1
+# leaves them out, and a machine without apt simply goes without (bubblewrap is the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${PDEBENCH_VENV:-.venv}
@@ -62,8 +64,22 @@ with cmake, g++, nlohmann-json and gmsh, or set PDEBENCH_SKIP_DEALII=1"
         || die "apt-get could not install $DEALII_PACKAGES"
 }
 
+install_container_engine() {
+    [ "${PDEBENCH_SKIP_CONTAINERS:-0}" = 1 ] && return 0
+    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 \
+        && command -v debootstrap >/dev/null 2>&1 && return 0
+    # optional: the docker backend's tests skip where no engine is installed
+    command -v apt-get >/dev/null 2>&1 || { say "no apt-get: --pde-sandbox=docker needs Docker or podman"; return 0; }
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    say "installing podman, runc and debootstrap from apt (the container backend; about a minute)"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq podman runc debootstrap >/dev/null \
+        || say "apt-get could not install podman runc debootstrap: --pde-sandbox=docker will be unavailable"
+}
+
 install_bubblewrap
 install_dealii
+install_container_engine
 
 if ! is_python312 "$VENV/bin/python"; then
     PY312=$(find_python312) || die "Python 3.12 not found (DOLFINx 0.11 wheels need it). Install it (e.g. \

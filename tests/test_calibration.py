@@ -204,12 +204,23 @@ def test_a_setting_changed_for_one_library_keeps_the_other_libraries_baselines()
 def test_strong_oracle_errors_survive_a_new_calibration_and_go_stale_with_the_case(tmp_path):
     store = CalibrationStore(tmp_path, machine="test-machine")
     fresh = record()
-    store.write_strong_oracle("dolfinx", {fresh.id: {"e_strong": 3e-6, "fingerprint": case_fingerprint(fresh, "dolfinx")}})
+    store.write_strong_oracle("dolfinx", {fresh.id: {"e_strong": 3e-6, "fingerprint": case_fingerprint(fresh, "dolfinx"),
+                                                     "oracle": "code-v1"}})
     store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh, "dolfinx")}})
-    assert CalibrationStore(tmp_path, machine="test-machine").strong_oracle_error(fresh, "dolfinx") == 3e-6
+    assert CalibrationStore(tmp_path, machine="test-machine").strong_oracle(fresh, "dolfinx")["e_strong"] == 3e-6
+    assert store.strong_oracle(fresh, "dolfinx", "code-v1")["e_strong"] == 3e-6
+    assert store.strong_oracle(fresh, "dolfinx", "code-v2") is None  # measured with other oracle code
     edited = record_dict()
     edited["case_spec"]["eval_grid"]["nx"] = 51
-    assert store.strong_oracle_error(CaseRecord.model_validate(edited), "dolfinx") is None
+    assert store.strong_oracle(CaseRecord.model_validate(edited), "dolfinx") is None
+
+
+def test_the_oracle_fingerprint_follows_its_code():
+    from pytest_pdebench.submissions import oracle_fingerprint
+
+    case = record()
+    assert oracle_fingerprint(case, "dolfinx") != oracle_fingerprint(case, "dealii")
+    assert oracle_fingerprint(case, "dolfinx") == oracle_fingerprint(record(), "dolfinx")
 
 
 def test_summary_flags_a_strong_oracle_far_from_the_reference():
@@ -223,6 +234,11 @@ def test_summary_flags_a_strong_oracle_far_from_the_reference():
     assert line.startswith("OFF") and "far: 0.40 x tau_acc" in line
     rows.append({"id": "unmeasured", "method": "reference_numerical", "tau_acc": 1e-3, "e_strong": None})
     assert "1 not measured" in _reference_agreement(rows[:2] + rows[3:])
+    # the reference build's own level-1 error stands in where no anchor run measured one
+    rows[-1]["e_strong_build"] = 2e-4
+    line = _reference_agreement(rows[:2] + rows[3:])
+    assert line.startswith("OFF") and "0 not measured; 1 from the reference build" in line
+    assert "unmeasured: 0.20 x tau_acc" in line
 
 
 def test_summary_flags_records_the_strong_oracle_does_not_pass_with_room():
@@ -268,8 +284,11 @@ def test_calibration_configs_coarsen_uses_the_stored_strong_oracle_and_keeps_adj
     store = CalibrationStore(tmp_path / "calibrations")
     fingerprint = case_fingerprint(fine, "dolfinx")
     store.write("dolfinx", {fine.id: {"e_base": 3.5e-6, "t_base": 2.0, "fingerprint": fingerprint}})
+    from pytest_pdebench.submissions import oracle_fingerprint
+
     store.write_strong_oracle("dolfinx", {fine.id: {"e_strong": 3.5e-4, "t_strong": 1.0, "outcome": "F-Acc",
-                                                    "fingerprint": fingerprint}})
+                                                    "fingerprint": fingerprint,
+                                                    "oracle": oracle_fingerprint(fine, "dolfinx")}})
     done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "calibration-configs", str(cases),
                            "--coarsen", "dolfinx", "--calibrations", str(tmp_path / "calibrations")],
                           capture_output=True, text=True)

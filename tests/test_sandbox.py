@@ -79,7 +79,8 @@ def test_import_time_work_of_the_submission_is_timed(sandbox, tmp_path):
             pass
     """)
     assert result.returncode == 0, result.stderr
-    assert result.solve_sec >= 0.4
+    # docker stamps the marker where its stream arrives on the host: a few ms of jitter either way
+    assert result.solve_sec >= 0.4 - (0.01 if sandbox.name == "docker" else 0)
 
 
 def test_no_network_not_even_to_the_hosts_loopback(sandbox, tmp_path):
@@ -247,7 +248,7 @@ def test_environment_whitelist_only(sandbox, tmp_path):
             open("keys.txt", "w").write(" ".join(sorted(os.environ)))
     """)
     keys = set((workdir / "keys.txt").read_text().split())
-    engine_keys = {"HOSTNAME", "container", "TERM"} if sandbox.name == "docker" else set()  # set by the engine
+    # no engine's or image's variables either (HOSTNAME, container, an image's ENV lines)
     assert keys <= {"PATH", "HOME", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PWD",
-                    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"} | engine_keys, keys
+                    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"}, keys
     assert os.environ.get("PDEBENCH_MARKER_FD") is None

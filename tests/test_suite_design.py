@@ -67,3 +67,13 @@ def test_design_file_is_readable_data():
     design = load_design()
     assert set(design) == set(TABLE_3A)
     assert all({"count", "no_exact", "domains", "regimes"} <= set(spec) for spec in design.values())
+
+
+def test_no_numerical_reference_in_a_regime_marked_without_references():
+    """Regimes whose layers the strong oracle does not resolve (references = false) get
+    manufactured cases only; the other records keep the ids they had before the mark."""
+    unmarked = {(family, regime["name"]) for family, spec in load_design().items() for regime in spec["regimes"]
+                if not regime.get("references", True)}
+    assert unmarked, "the design marks some regimes"
+    assert not [d.id for d in DESIGNS if d.u is None and (d.family, d.structure[0]) in unmarked]
+    assert "cd_low_pe_sector_noexact_008" in {d.id for d in DESIGNS}  # numbered before the filter

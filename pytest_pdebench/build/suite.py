@@ -153,18 +153,18 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
                                                                  f"{index:03d}")))))
     try:
         exact_kept = _take(named, n_exact, discarded)
-        source_kept = _take([(c, f"{short}_{c[0]['name']}_{c[1]}_noexact_{i:03d}") for i, c in enumerate(source_combos)],
+        source_kept = _take([(c, f"{short}_{c[0]['name']}_{c[1]}_noexact_{i:03d}") for i, c in enumerate(source_combos)
+                             if c[0].get("references", True)],  # numbered before the filter: ids stay
                             spec["no_exact"], discarded)
     except ValueError as exc:
         raise ValueError(f"{family}: {exc} (design matrix or discarded.toml)") from None
     for _, ((regime, domain, solution, pressure), boundary), name in exact_kept:
         designs.append(_design(family, name, regime, domain, spec, u=solution, p=pressure, **boundary))
-    for index, (regime, domain, source), _ in source_kept:
+    for index, (regime, domain, source), name in source_kept:
         boundary = ("0", "0") if vector else "0"
         if "streams" in spec:  # a flow needs moving walls or it stays at rest
             boundary = velocity_from_stream(spec["streams"][index % len(spec["streams"])])
-        designs.append(_design(family, f"{short}_{regime['name']}_{domain}_noexact_{index:03d}", regime, domain,
-                               spec, u=None, forcing=tuple(source) if vector else source,
+        designs.append(_design(family, name, regime, domain, spec, u=None, forcing=tuple(source) if vector else source,
                                dirichlet=(("boundary", boundary),)))
     return designs
 

@@ -166,14 +166,15 @@ class PythonTrack(Track):
         return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
-        from ..containers import ContainerError, probe_python, python_in
+        from ..containers import ContainerError, env_in, probe_python, python_in
 
         python = python_in(self.name, labels)
         try:
             info = probe_python(image, python, self.probe_modules, self.version_expr)
         except ContainerError as exc:
             raise RuntimeMissing(f"{self.name} runtime not usable in image {image[:19]}: {exc}") from None
-        return Runtime(self.name, info["version"], python, (), self.extra_env(info), image=image)
+        return Runtime(self.name, info["version"], python, (), {**env_in(labels), **self.extra_env(info)},
+                       image=image)
 
     def extra_env(self, info: dict) -> dict[str, str]:
         return {}

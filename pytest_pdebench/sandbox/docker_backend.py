@@ -166,6 +166,8 @@ class DockerBackend(Backend):
         argv = [arg.format(**paths) for arg in request.argv]
         env = {key: value.format(**paths) for key, value in request.env.items()}
         env["PDEBENCH_MARKER_TOKEN"] = token
+        # `env -i`: the solver sees exactly the request's environment, never the image's ENV lines
+        argv = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in env.items()), *argv]
         container = self._create(request, argv, env)
         try:
             return self._run(container, request, token.encode())
