@@ -17,6 +17,10 @@ reports/validity/<rung>.json; --reuse prints from the reports already there):
 and, static over the suite (no solver runs), the errors of the dishonest rungs and of
 the reference with 1% noise against every record's tau_acc (leaks.rung_errors).
 Prints figures; asserts nothing (tests/test_validity.py keeps the dishonest rungs at 0).
+Each finished rung also leaves its verdicts in benchmarks/results/<library>-<rung>.json
+(one line per item: id, family, outcome, error, tau_acc, t_agent, t_base, timed runs;
+committed: the README's ladder figures can be re-printed and checked from them, and
+--reuse falls back to them where the full reports are gone).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pytest_pdebench.calibration import CalibrationStore  # noqa: E402
+from pytest_pdebench.calibration import CalibrationStore, machine_key  # noqa: E402
 from pytest_pdebench.cases import load_cases  # noqa: E402
 from pytest_pdebench.leaks import RUNGS, rung_errors  # noqa: E402
 from pytest_pdebench.report import outcome_table  # noqa: E402
@@ -43,6 +47,9 @@ SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle",
            **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST},
            "calibration-again": "submissions/oracle"}
 OUT = REPO / "reports" / "validity"
+RESULTS = REPO / "benchmarks" / "results"
+KEPT = ("case_id", "library", "family", "outcome", "reason", "error", "tau_acc", "t_agent", "t_base", "tau_time",
+        "timed_runs")
 
 
 def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tuple[list[dict], float | None]:
@@ -63,6 +70,28 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tupl
     print(f"running {rung}: {' '.join(command[2:])}", flush=True)
     subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL)
     return verdicts_of(report), time.perf_counter() - started
+
+
+def keep(library: str, rung: str, verdicts: list[dict], conditions: dict) -> Path:
+    """The rung's verdicts, trimmed to what the tables and ratios need, as JSON lines."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{library}-{rung}.json"
+    lines = [json.dumps(conditions, sort_keys=True)]
+    lines += [json.dumps({key: v.get(key) for key in KEPT}) for v in sorted(verdicts, key=lambda v: v["case_id"])]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def kept(library: str, rung: str) -> list[dict] | None:
+    path = RESULTS / f"{library}-{rung}.json"
+    if not path.is_file():
+        return None
+    return [json.loads(line) for line in path.read_text().splitlines()[1:] if line]
+
+
+def git_revision() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 def sampled(library: str, per_family: int) -> list[str]:
@@ -150,8 +179,14 @@ def main() -> int:
         report = OUT / f"{args.library}-{rung}.json"
         if args.reuse and report.is_file():
             results[rung] = (verdicts_of(report), None)
+        elif args.reuse and kept(args.library, rung) is not None:
+            results[rung] = (kept(args.library, rung), None)
         else:
             results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample)
+            conditions = {"rung": rung, "library": args.library, "jobs": args.jobs, "runs": args.runs,
+                          "minutes": round(results[rung][1] / 60, 1), "revision": git_revision(),
+                          "machine": machine_key(), "date": time.strftime("%Y-%m-%d")}
+            print(f"verdicts kept in {keep(args.library, rung, results[rung][0], conditions).relative_to(REPO)}")
     for rung, (verdicts, seconds) in results.items():
         took = f", {seconds / 60:.1f} min with -n {args.jobs}" if seconds else ""
         print(f"\n== {rung} ({SOURCES[rung]}): {len(verdicts)} items{took}")
