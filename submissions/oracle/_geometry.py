@@ -118,7 +118,8 @@ def reentrant_corners(model, surface, probe):
 
 def grade_towards(model, points, h, finest, slope=0.3):
     """A mesh-size field: ``finest`` at the given points, growing linearly with the
-    distance (``slope`` cells' size per unit length) up to h. Returns the field id."""
+    distance (``slope`` cells' size per unit length) up to h. Returns the field id.
+    Set Mesh.MeshSizeExtendFromBoundary to 0 with it, or the fine size leaks inwards."""
     distance = model.mesh.field.add("Distance")
     model.mesh.field.setNumbers(distance, "PointsList", points)
     threshold = model.mesh.field.add("Threshold")
