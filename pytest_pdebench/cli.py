@@ -262,7 +262,7 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
     (stored by `pdebench reference-agreement --all-records`) too little room: an error
     above ANCHOR_ACC_SHARE x tau_acc, or, against a reference, above REFERENCE_AGREEMENT x
     tau_acc."""
-    from .build.calibration_configs import coarsened
+    from .build.calibration_configs import COARSEN_MARGIN, coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
     from .submissions import oracle_fingerprint
@@ -283,7 +283,10 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
         if strong["e_strong"] > share * record.evaluation_config.tau_max:
             continue  # no tau_acc under the cap leaves room: the oracle or the reference must get better
         before = config.settings[library].model_dump(exclude_none=True)
-        after = coarsened(before, entry["e_base"], strong["e_strong"], 3 if record.case_spec.eval_grid.nz else 2)
+        # tau_acc grows with e_base: the e_base at which the anchor just fits, with room
+        tau_acc = materialize(record, library, entry, "", Alphas()).tau_acc
+        aim = COARSEN_MARGIN * entry["e_base"] * strong["e_strong"] / (share * tau_acc)
+        after = coarsened(before, entry["e_base"], aim, 3 if record.case_spec.eval_grid.nz else 2)
         if after is None:
             continue
         _change_setting(config, before, after, "coarsened",

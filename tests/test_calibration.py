@@ -295,9 +295,11 @@ def test_calibration_configs_coarsen_uses_the_stored_strong_oracle_and_keeps_adj
     assert done.returncode == 0, done.stderr
     [(_, after)] = list(iter_case_file(cases))
     config = after.evaluation_metadata.calibration_config
-    assert config.settings["dolfinx"].cells_per_side == 75
+    # tau_acc = 10 x e_base = 3.5e-5 leaves the oracle's 3.5e-4 no room; it fits at 0.5 x tau_acc
+    # once e_base = 7e-5: aimed 1.5x above, 1.05e-4 = 30 x e_base, so h x 30^(1/4): 240 -> 102
+    assert config.settings["dolfinx"].cells_per_side == 102
     assert config.settings["dealii"].cells_per_side == 100  # deal.II's own setting differed: kept
-    assert "coarsened from P2/240 to P2/75" in config.source
+    assert "coarsened from P2/240 to P2/102" in config.source
 
 
 def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_changed(tmp_path):
