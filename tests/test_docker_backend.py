@@ -76,13 +76,23 @@ def test_the_files_going_in_belong_to_the_sandbox_user_or_are_read_only(tmp_path
 @pytest.mark.parametrize("split", [3, 17, 29])
 def test_the_start_token_is_found_across_frames_and_kept_out_of_stderr(split):
     token = b"PDEBENCH-START-0123456789abcdef"
-    stderr = b"loading libraries\n" + token + b"\nsolver says hi\n"
+    stderr = b"loading libraries\n" + token + b" 1234.500000\nsolver says hi\n"
     frames = [(b"out", None)] + [(None, stderr[i:i + split]) for i in range(0, len(stderr), split)]
     attached = _Attached(iter(frames), token)
     attached.run()
     assert attached.marker_time is not None and attached.end_time >= attached.marker_time
+    assert attached.marker_stamp == 1234.5
     assert attached.streams[2].text() == "loading libraries\nsolver says hi\n"
     assert attached.streams[1].text() == "out"
+
+
+def test_the_runner_clock_reading_starts_the_window_only_when_it_is_plausible():
+    attached = _Attached(iter([]), b"T")
+    attached.marker_time, attached.marker_stamp = 10.0, 9.99
+    assert attached.start_of_window(container_start=9.5) == 9.99  # read before the late arrival
+    assert attached.start_of_window(container_start=9.995) == 10.0  # before the container started
+    attached.marker_stamp = 10.5  # after its own arrival: another host's clock
+    assert attached.start_of_window(container_start=9.5) == 10.0
 
 
 def test_no_token_means_no_timed_window():

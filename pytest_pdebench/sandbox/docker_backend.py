@@ -8,10 +8,13 @@ with no capabilities, limits, the same paths inside (``/sandbox/work``, ``/sandb
 
 - Files go in and out as tar archives (``put_archive``/``get_archive``); nothing of the
   host is mounted. Only regular files and folders come back (``_extract``).
-- The timed window: the runner cannot inherit a pipe, so it writes a per-run token to
-  stderr at the moment bubblewrap's runner writes its marker byte; the harness stamps the
-  token's arrival on the attached stream and stops the clock when that stream ends (the
-  container's process tree has exited).
+- The timed window: the runner cannot inherit a pipe, so it writes a per-run token and
+  its CLOCK_MONOTONIC reading to stderr at the moment bubblewrap's runner writes its
+  marker byte. The clock starts at that reading when it lies between the container's
+  start and the token's arrival (same host, same clock), else at the arrival (an engine
+  on another host); it stops when the attached stream ends (the container's process tree
+  has exited). The stream delivers the token a few milliseconds late, so the arrival
+  alone would shorten the window.
 - A timeout kills the container, so every process in it; ``wait()`` reports a timeout as
   ``ReadTimeout`` or as ``ConnectionError`` (docker-py with podman and Docker alike).
 - No ``auto_remove`` (podman then loses the exit code): every container is removed here,
@@ -42,28 +45,30 @@ ENGINE_HINT = (
 
 class _Attached(threading.Thread):
     """Reads the container's multiplexed output: stdout and stderr capped, the marker
-    token's arrival and the stream's end stamped."""
+    line (token and the runner's clock reading) taken out, its arrival and the stream's
+    end stamped."""
 
     def __init__(self, frames, token: bytes):
         super().__init__(daemon=True)
         self.frames, self.token = frames, token
         self.streams = {1: CappedLog(), 2: CappedLog()}
-        self.marker_time: float | None = None
+        self.marker_time: float | None = None  # the marker line's arrival
+        self.marker_stamp: float | None = None  # the runner's reading in it
         self.end_time: float | None = None
-        self._window = b""  # stderr bytes not yet searched for the token
+        self._window = b""  # stderr bytes not yet searched for the marker line
 
     def run(self):
         try:
             for stdout, stderr in self.frames:
-                now = time.perf_counter()
+                now = time.monotonic()
                 if stdout:
                     self.streams[1].add(stdout)
                 if stderr:
                     self.streams[2].add(self._strip_marker(stderr, now))
         except Exception:  # the engine closed the stream (container killed or removed)
             pass
-        self.end_time = time.perf_counter()
-        self.streams[2].add(self._window)  # the tail held back while looking for a split token
+        self.end_time = time.monotonic()
+        self.streams[2].add(self._window)  # the tail held back while looking for a split line
         self._window = b""
 
     def _strip_marker(self, chunk: bytes, now: float) -> bytes:
@@ -75,10 +80,26 @@ class _Attached(threading.Thread):
             keep = len(self.token) - 1  # a token split across frames
             flushed, self._window = self._window[:-keep], self._window[-keep:]
             return flushed
+        line_end = self._window.find(b"\n", at)
+        if line_end < 0:  # the reading is still to come
+            flushed, self._window = self._window[:at], self._window[at:]
+            return flushed
         self.marker_time = now
-        before, after = self._window[:at], self._window[at + len(self.token):]
+        try:
+            self.marker_stamp = float(self._window[at + len(self.token):line_end])
+        except ValueError:
+            pass
+        before, after = self._window[:at], self._window[line_end + 1:]
         self._window = b""
-        return before + after.removeprefix(b"\n")
+        return before + after
+
+    def start_of_window(self, container_start: float) -> float | None:
+        """The runner's reading when it is plausible on this host's clock, else the arrival."""
+        if self.marker_time is None:
+            return None
+        if self.marker_stamp is not None and container_start <= self.marker_stamp <= self.marker_time:
+            return self.marker_stamp
+        return self.marker_time
 
 
 def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: int, writable: bool) -> None:
@@ -221,7 +242,7 @@ class DockerBackend(Backend):
         frames = self.client.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True, demux=True)
         attached = _Attached(frames, token)
         attached.start()
-        start = time.perf_counter()
+        start = time.monotonic()
         container.start()
         timed_out, code = False, None
         try:
@@ -229,12 +250,13 @@ class DockerBackend(Backend):
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             timed_out = True
             self._kill(container)
-        wait_end = time.perf_counter()
+        wait_end = time.monotonic()
         attached.join(timeout=30)
         end = attached.end_time if attached.end_time is not None and not timed_out else wait_end
         if not timed_out:
             self._copy_out(container, request)
-        solve = end - attached.marker_time if attached.marker_time is not None else None
+        marker = attached.start_of_window(start)
+        solve = end - marker if marker is not None else None
         return RunResult(code, timed_out, end - start, solve, attached.streams[1].text(),
                          attached.streams[2].text())
 

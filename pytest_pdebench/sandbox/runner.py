@@ -7,7 +7,9 @@
    cost shared by every submission and is left out of the timed window.
 2. Write one byte to the marker pipe (fd from PDEBENCH_MARKER_FD) and close it: the
    harness starts its clock when it reads that byte. In a container, where no pipe can
-   be inherited, write the per-run token of PDEBENCH_MARKER_TOKEN to stderr instead.
+   be inherited, write the per-run token of PDEBENCH_MARKER_TOKEN to stderr instead,
+   with this moment's CLOCK_MONOTONIC reading (the harness's clock on the same host):
+   the stream delivers the token late by a few milliseconds, the reading is exact.
 3. Import the submission (its top-level code is timed too) and call
    ``solve(case_spec)`` with the contents of ./case_spec.json.
 4. Leave at once with os._exit, so interpreter teardown is not timed; the harness
@@ -19,6 +21,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 import traceback
 
 
@@ -37,7 +40,7 @@ def _write_marker() -> None:
     token = os.environ.pop("PDEBENCH_MARKER_TOKEN", "")
     if token:
         sys.stderr.flush()
-        os.write(2, token.encode() + b"\n")
+        os.write(2, f"{token} {time.monotonic():.6f}\n".encode())
 
 
 def _exec_program(argv: list) -> None:
