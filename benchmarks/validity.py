@@ -68,7 +68,11 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tupl
         command += ["-n", str(jobs)]
     started = time.perf_counter()
     print(f"running {rung}: {' '.join(command[2:])}", flush=True)
-    subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL)
+    report.unlink(missing_ok=True)  # a stale report must not stand for this run
+    code = subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL).returncode
+    if not report.exists():
+        raise SystemExit(f"{rung}: pytest exited with code {code} and wrote no report "
+                         f"(its error is above; is {sys.executable} the project's .venv python?)")
     return verdicts_of(report), time.perf_counter() - started
 
 

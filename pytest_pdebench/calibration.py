@@ -25,6 +25,7 @@ import math
 import os
 import platform
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,13 @@ def machine_key() -> str:
         memory_gb = 0
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown-cpu"
     return f"{slug}-{os.cpu_count()}cpu-{memory_gb}gb"
+
+
+def most_common_conditions(entries, fallback: dict) -> dict:
+    """The conditions most baselines were measured under (an entry without its own was
+    measured under ``fallback``, the file's conditions before entries carried them)."""
+    counts = Counter(json.dumps(entry.get("conditions", fallback), sort_keys=True) for entry in entries)
+    return json.loads(counts.most_common(1)[0][0]) if counts else dict(fallback)
 
 
 def case_fingerprint(record: CaseRecord, library: str) -> str:
@@ -159,10 +167,11 @@ class CalibrationStore:
         path = self.path(library)
         path.parent.mkdir(parents=True, exist_ok=True)
         current = json.loads(path.read_text()) if path.is_file() else {"cases": {}}
+        if conditions:  # per entry: a partial recalibration under other conditions keeps the others' record
+            new_entries = {case_id: {**entry, "conditions": conditions} for case_id, entry in new_entries.items()}
         current["cases"].update(new_entries)
         current.update(library=library, machine=self.machine_for(library), updated=now_iso())
-        if conditions:
-            current["conditions"] = conditions
+        current["conditions"] = most_common_conditions(current["cases"].values(), current.get("conditions", {}))
         current["cases"] = dict(sorted(current["cases"].items()))
         return self._replace(library, current)
 

@@ -202,12 +202,14 @@ def _calibration_configs(args) -> int:
     """Draw the calibration settings of the records in place (nothing else changes), or
     with --refine LIBRARY: give a finer mesh to the cases whose baseline error on this
     machine's calibration of LIBRARY is at or above REFINE_ABOVE. Imported records keep
-    their own settings, and so do settings adjusted by hand (the reason is in the source)."""
+    their own settings, and so do settings adjusted by hand or for one library (the reason
+    is in the source)."""
+    from .build.calibration_configs import kept_on_redraw
     from .cases import case_files, iter_case_file, write_case_file
 
     def redrawn(record) -> bool:
         config = record.evaluation_metadata.calibration_config
-        return not (config and (config.upstream_oracle is not None or "adjusted" in config.source))
+        return not (config and (config.upstream_oracle is not None or kept_on_redraw(config.source)))
 
     pools = None if args.refine or args.coarsen else _upstream_pools(args.upstream)
     for file in case_files(Path(args.cases)):
@@ -216,7 +218,7 @@ def _calibration_configs(args) -> int:
         if args.refine:
             changed = _refine_settings(chosen, args.refine, Path(args.calibrations))
         elif args.coarsen:
-            changed = _coarsen_settings(chosen, args.coarsen, Path(args.calibrations))
+            changed = _coarsen_settings(chosen, args.coarsen, Path(args.calibrations), own=args.own)
         else:
             changed = len(_with_calibration_configs([r for r in chosen if redrawn(r)], args.upstream, pools))
         write_case_file(file, records)
@@ -245,23 +247,24 @@ def _refine_settings(records: list, library: str, calibrations: Path) -> int:
     return changed
 
 
-def _change_setting(config, before: dict, after: dict, step: str, why: str) -> None:
-    """Give every library whose setting is ``before`` the setting ``after`` (a library's own
-    adjusted setting stays) and name the step in the source (tests replay the steps)."""
+def _change_setting(config, before: dict, after: dict, step: str, why: str, only: str | None = None) -> None:
+    """Give every library whose setting is ``before`` (only ``only``'s, when given) the
+    setting ``after`` (a library's own adjusted setting stays) and name the step in the
+    source (tests replay the steps)."""
     from .cases import CalibrationSetting
 
     for name, current in config.settings.items():
-        if current.model_dump(exclude_none=True) == before:
+        if (only is None or name == only) and current.model_dump(exclude_none=True) == before:
             config.settings[name] = CalibrationSetting.model_validate(after)
-    config.source += (f"; {step} from P{before['element_degree']}/{before['cells_per_side']} to "
-                      f"P{after['element_degree']}/{after['cells_per_side']} ({why})")
+    config.source += (f"; {step}{f' for {only}' if only else ''} from P{before['element_degree']}/"
+                      f"{before['cells_per_side']} to P{after['element_degree']}/{after['cells_per_side']} ({why})")
 
 
-def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
+def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool = False) -> int:
     """Coarser meshes where this machine's baseline of LIBRARY leaves its strong oracle
-    (stored by `pdebench reference-agreement --all-records`) too little room: an error
-    above ANCHOR_ACC_SHARE x tau_acc, or, against a reference, above REFERENCE_AGREEMENT x
-    tau_acc."""
+    (stored by `pdebench reference-agreement`) too little room: an error above
+    ANCHOR_ACC_SHARE x tau_acc, or, against a reference, above REFERENCE_AGREEMENT x
+    tau_acc. ``own``: for LIBRARY only (its strong oracle is weaker than the others')."""
     from .build.calibration_configs import COARSEN_MARGIN, coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
@@ -290,7 +293,8 @@ def _coarsen_settings(records: list, library: str, calibrations: Path) -> int:
         if after is None:
             continue
         _change_setting(config, before, after, "coarsened",
-                        f"e_base {entry['e_base']:.1e} under the strong oracle's {strong['e_strong']:.1e} on {library}")
+                        f"e_base {entry['e_base']:.1e} under the strong oracle's {strong['e_strong']:.1e} on {library}",
+                        only=library if own else None)
         changed += 1
     return changed
 
@@ -554,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     configs.add_argument("--coarsen", metavar="LIBRARY", help="instead: coarser meshes where this machine's "
                          "calibration of LIBRARY is more accurate than its strong oracle (reference-agreement "
                          "--all-records)")
+    configs.add_argument("--own", action="store_true", help="with --coarsen: change that library's setting "
+                         "only (its strong oracle is weaker than the others'; the source says 'for LIBRARY')")
     configs.add_argument("--calibrations", default="calibrations")
     configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
     configs.set_defaults(func=_calibration_configs)

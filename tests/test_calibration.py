@@ -68,6 +68,16 @@ def test_store_merges_entries_and_ignores_stale_fingerprints(tmp_path):
     assert store.thresholds(CaseRecord.model_validate(edited), "dolfinx", Alphas()) is None
 
 
+
+def test_a_partial_recalibration_under_other_conditions_keeps_the_file_conditions_of_most(tmp_path):
+    store = CalibrationStore(tmp_path, machine="test-machine")
+    one_run, three_runs = {"workers": 2, "runs": 1}, {"workers": 2, "runs": 3}
+    store.write("dolfinx", {f"c{i}": {"e_base": 1e-4, "t_base": 1.0, "fingerprint": "x"} for i in range(3)}, one_run)
+    store.write("dolfinx", {"c0": {"e_base": 1e-4, "t_base": 1.1, "fingerprint": "x"}}, three_runs)
+    saved = json.loads((tmp_path / "dolfinx" / "test-machine.json").read_text())
+    assert store.conditions("dolfinx") == one_run  # two of three baselines
+    assert saved["cases"]["c0"]["conditions"] == three_runs and saved["cases"]["c1"]["conditions"] == one_run
+
 def test_record_thresholds_are_the_fallback_with_their_machine(tmp_path):
     data = record_dict()
     data["evaluation_metadata"]["thresholds"] = {"dolfinx": {"e_base": 1e-5, "t_base": 0.5, "tau_acc": 1e-4,

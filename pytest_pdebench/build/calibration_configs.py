@@ -27,7 +27,10 @@ Where the settings come from:
   the e_base at which the anchor just fits (its error at most 0.5 x tau_acc, or 0.1 x
   against a reference): the case is then no longer 10-250x stricter than the paper's
   family median (the first refinement pass turned P1/120-260 Helmholtz meshes into P2 on
-  the same mesh, e_base 1e-6).
+  the same mesh, e_base 1e-6);
+- ``... for LIBRARY``: a step taken for one library only (``adjusted`` by hand, say a
+  direct solve over the timeout; or ``coarsened --own``, where that library's strong
+  oracle is weaker than the shared setting's baseline): the other libraries keep theirs.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -149,6 +153,23 @@ def coarsened(setting: dict, e_base: float, aim: float, dim: int) -> dict | None
         new = math.floor(cells * (e_base / target) ** (1.0 / COARSEN_POWER[setting["element_degree"]]))
     new = max(MIN_CELLS[dim], new)
     return {**setting, "cells_per_side": new} if new < cells else None
+
+
+# one step of a record's calibration_config source; a library named after "for" is the only
+# one the step applies to
+STEP = re.compile(r"(refined|coarsened|adjusted)(?: for (\w+))? from P(\d)/(\d+) to P(\d)/(\d+)")
+
+
+def steps(source: str) -> list[tuple[str, str | None, tuple[int, int], tuple[int, int]]]:
+    """(kind, only library or None, (degree, cells) before, after) of each step, in order."""
+    return [(kind, only or None, (int(a), int(b)), (int(c), int(d)))
+            for kind, only, a, b, c, d in STEP.findall(source)]
+
+
+def kept_on_redraw(source: str) -> bool:
+    """Whether a setting was set by hand or for one library apart from the others (drawing
+    the record's settings again would lose it)."""
+    return any(kind == "adjusted" or only for kind, only, _, _ in steps(source))
 
 
 def calibration_config(record, pools: dict) -> dict:

@@ -55,6 +55,7 @@ namespace pdebench
     Clock::time_point started = Clock::now();
     // calibration runs only: the record's settings (calibration_config.json beside the
     // case); 0 means the oracle's own
+    bool calibration = false;
     int degree = 0, cells_per_side = 0;
     double dt = 0, extent = 1;  // extent: the largest side of the domain's bounds
 
@@ -75,6 +76,7 @@ namespace pdebench
     if (!in)
       return;  // an ordinary run
     const json setting = json::parse(in);
+    c.calibration = true;
     c.degree = setting.value("element_degree", 0);
     c.cells_per_side = setting.value("cells_per_side", 0);
     c.dt = setting.value("dt", 0.0);
