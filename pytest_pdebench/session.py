@@ -93,6 +93,7 @@ class PdeRun:
     validate: bool = False
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
+    _speed_probe: float | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "PdeRun | None":
@@ -180,7 +181,7 @@ class PdeRun:
                 v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
                                "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
                                "solver_info": v["solver_info"], "runtime_version": v["runtime_version"],
-                               "calibrated_at": now_iso()}
+                               "speed_probe_sec": self.speed_probe_sec(), "calibrated_at": now_iso()}
                 for v in self.verdicts
                 if v["library"] == library and v["outcome"] == "PASS" and not v["calibration_problem"]
             }
@@ -193,7 +194,24 @@ class PdeRun:
         compared with the calibration's (``condition_mismatches``)."""
         return {"workers": workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox}
 
+    def speed_probe_sec(self) -> float:
+        """This session's speed probe (speed.py), timed once, on first use."""
+        if self._speed_probe is None:
+            from .speed import probe_seconds
+
+            self._speed_probe = probe_seconds()
+        return self._speed_probe
+
+    def speed_drift(self, library: str) -> float | None:
+        """The probe's time now over its time when the library's baselines were measured."""
+        from .speed import drift
+
+        then = [e["speed_probe_sec"] for e in self.store.entries(library).values() if e.get("speed_probe_sec")]
+        return drift(self.speed_probe_sec(), then) if then else None
+
     def condition_mismatches(self) -> list[str]:
+        from .speed import drift_problem
+
         if self.settings.calibrate:
             return []
         lines = []
@@ -204,13 +222,16 @@ class PdeRun:
                 shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
                 lines.append(f"{library}: runtime baselines were measured under other conditions ({shown}): "
                              "t_agent / t_base is not like for like")
+            lines += filter(None, [drift_problem(library, self.speed_drift(library))])
         return lines
 
     def session_metadata(self) -> dict:
         return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
-                "sandbox": self.settings.sandbox, "mode": self.mode, **self._images()}
+                "sandbox": self.settings.sandbox, "mode": self.mode, "speed_probe_sec": self.speed_probe_sec(),
+                "speed_drift": {library: self.speed_drift(library) for library in self.libraries},
+                **self._images()}
 
     def _images(self) -> dict:
         """The container backend: the image id and digest each library ran in."""

@@ -136,6 +136,7 @@ def test_calibration_mode_writes_good_baselines_and_rejects_bad_ones(tmp_path):
     assert 1e-4 < written["good"]["e_base"] < 1e-2
     assert len(written["slowish"]["timed_runs"]) == 2
     assert written["slowish"]["t_base"] >= 0.3 > written["good"]["t_base"]
+    assert written["good"]["speed_probe_sec"] == written["slowish"]["speed_probe_sec"] > 0  # one probe a session
 
 
 @pytest.mark.usefixtures("dolfinx_available")
@@ -330,3 +331,31 @@ def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_c
     rewrite_case_file(path, [CaseRecord.model_validate(changed)])
     [(_, redrawn)] = list(iter_case_file(path))
     assert redrawn.evaluation_metadata.calibration_config.source == "drawn"
+
+
+def test_a_machine_whose_speed_changed_since_the_calibration_is_named_in_the_header(tmp_path):
+    from pytest_pdebench.speed import SPEED_TOLERANCE, drift, drift_problem, probe_seconds
+
+    now = probe_seconds()
+    assert 0 < now < 5
+    assert drift(now, []) is None and drift_problem("dolfinx", None) is None
+    assert drift_problem("dolfinx", drift(now, [now * (1 + SPEED_TOLERANCE / 2)])) is None
+    slower = drift_problem("dolfinx", drift(now, [now / 1.6, now / 1.6, now]))
+    assert "1.60 x the time" in slower and "slower now" in slower and "pdebench calibrate --library dolfinx" in slower
+    assert "faster now" in drift_problem("firedrake", drift(now, [now / 0.6]))
+
+
+def test_the_report_header_warns_when_the_baselines_were_timed_on_a_faster_machine(tmp_path):
+    (tmp_path / "solvers" / "dolfinx").mkdir(parents=True)
+    write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
+    store = CalibrationStore(tmp_path / "calibrations")
+    fresh = record()
+    store.write("dolfinx", {fresh.id: {"e_base": 1e-4, "t_base": 2.0, "fingerprint": case_fingerprint(fresh, "dolfinx"),
+                                       "speed_probe_sec": 1e-4}})  # a probe no machine runs that fast
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "--pde-library=dolfinx",
+         f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
+         f"--pde-calibrations={tmp_path / 'calibrations'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "pdebench WARNING: dolfinx: this machine runs the speed probe in" in done.stdout, done.stdout[-2000:]
+    assert "slower now" in done.stdout

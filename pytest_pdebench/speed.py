@@ -1,0 +1,51 @@
+"""A few-second speed probe of the machine, so a runtime baseline is known to be stale.
+
+The machine key (cpu model, cores, memory) names a kind of machine, not its speed today:
+the same key ran the calibration oracle at 0.63 x its committed t_base two days later
+(``benchmarks/validity.py --rungs calibration-again``, session 14; the baselines of one
+day at 0.58, of the next at 0.84), so tau_time was 1.6x more lenient than the paper's
+alpha_time. A calibration stores the probe's time with every baseline; an evaluation
+times the probe again and its header (and JSON report) says when the two differ by more
+than SPEED_TOLERANCE, since t_agent / t_base then measures the machine as much as the
+solver. The probe is a Jacobi sweep over a grid: numpy's elementwise kernels run on one
+thread, like a sandboxed solver pinned to its core, and are bound by the memory traffic
+that also bounds sparse assembly and solves.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+SPEED_TOLERANCE = 0.15  # a relative change the probe's own spread (under 5% here) does not reach
+_GRID, _SWEEPS, _REPEATS = 400, 60, 5
+
+
+def probe_seconds() -> float:
+    """Median time of a fixed Jacobi workload (about 0.1 s a repeat here)."""
+    u = np.zeros((_GRID, _GRID))
+    f = np.ones_like(u) / _GRID**2
+    times = []
+    for _ in range(_REPEATS):
+        start = time.perf_counter()
+        for _ in range(_SWEEPS):
+            u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] + f[1:-1, 1:-1])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def drift(now: float, then: list[float]) -> float | None:
+    """This machine's probe time over the calibration's (median over its baselines); None
+    when the baselines carry no probe time."""
+    return now / statistics.median(then) if then else None
+
+
+def drift_problem(library: str, ratio: float | None) -> str | None:
+    if ratio is None or abs(ratio - 1) <= SPEED_TOLERANCE:
+        return None
+    state = "slower" if ratio > 1 else "faster"
+    return (f"{library}: this machine runs the speed probe in {ratio:.2f} x the time it took when the baselines "
+            f"were measured ({state} now): t_agent / t_base is off by about that much; "
+            f"`pdebench calibrate --library {library}` measures them again")
