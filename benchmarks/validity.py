@@ -1,10 +1,12 @@
 """Issue 11's validity ladder: what each rung of solvers gets on a whole track.
 
     .venv/bin/python benchmarks/validity.py [--library dolfinx] [--jobs 2] [--runs 3]
-        [--rungs oracle,oracle-again,textbook,boundary_data,...] [--reuse]
+        [--rungs oracle,oracle-again,textbook,boundary_data,...] [--reuse] [--resume]
 
 Rungs (each a pytest run of the plugin over the bundled cases, JSON report in
-reports/validity/<rung>.json; --reuse prints from the reports already there):
+reports/validity/<rung>.json; --reuse prints from the reports already there). A rung
+starts from empty folders, so that a second run measures again instead of reusing the
+first's verdicts; --resume picks up an interrupted rung where it stopped.
 - ``oracle`` and ``oracle-again``: the strong oracle twice (goal: 100% PASS, and the same
   verdict on >= 99.5% of items between the two; t_agent / t_base near 1);
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,21 +51,26 @@ SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle",
            "calibration-again": "submissions/oracle"}
 OUT = REPO / "reports" / "validity"
 RESULTS = REPO / "benchmarks" / "results"
+SCRATCH_CALIBRATIONS = OUT / "calibration-again"  # calibration-again writes here, never to calibrations/
 KEPT = ("case_id", "library", "family", "outcome", "reason", "error", "tau_acc", "t_agent", "t_base", "tau_time",
         "timed_runs")
 
 
-def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tuple[list[dict], float | None]:
+def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
+             resume: bool = False) -> tuple[list[dict], float | None]:
     """(verdicts, wall seconds of the run or None when reused)."""
     report = OUT / f"{library}-{rung}.json"
+    if not resume:
+        for folder in rung_folders(library, rung):
+            shutil.rmtree(folder, ignore_errors=True)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
-               f"--pde-output={OUT / 'runs' / library / rung}", "--pde-resume",  # an interrupted rung picks up
+               f"--pde-output={rung_folders(library, rung)[0]}", "--pde-resume",  # empty unless resuming
                "--json-report", f"--json-report-file={report}"]
     if rung == "calibration-again":
         conditions = CalibrationStore(REPO / "calibrations").conditions(library)
         command += ["--pde-calibrate", f"--pde-runs={conditions.get('runs', runs)}",
-                    f"--pde-calibrations={OUT / 'calibration-again'}", "-k", " or ".join(sampled(library, sample))]
+                    f"--pde-calibrations={SCRATCH_CALIBRATIONS}", "-k", " or ".join(sampled(library, sample))]
         jobs = conditions.get("workers", jobs)
     if jobs > 1:
         command += ["-n", str(jobs)]
@@ -74,6 +82,15 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int) -> tupl
         raise SystemExit(f"{rung}: pytest exited with code {code} and wrote no report "
                          f"(its error is above; is {sys.executable} the project's .venv python?)")
     return verdicts_of(report), time.perf_counter() - started
+
+
+def rung_folders(library: str, rung: str) -> list[Path]:
+    """What a rung writes besides its report: the items' folders (and, for
+    calibration-again, its scratch calibration folder)."""
+    folders = [OUT / "runs" / library / rung]
+    if rung == "calibration-again":
+        folders.append(SCRATCH_CALIBRATIONS / library)
+    return folders
 
 
 def keep(library: str, rung: str, verdicts: list[dict], conditions: dict) -> Path:
@@ -175,6 +192,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per item (the plugin's default: 3)")
     parser.add_argument("--rungs", default=",".join(SOURCES))
     parser.add_argument("--reuse", action="store_true", help="print from the reports already written")
+    parser.add_argument("--resume", action="store_true", help="pick up interrupted rungs instead of starting afresh")
     parser.add_argument("--sample", type=int, default=10, help="calibration-again: cases per family")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -186,8 +204,9 @@ def main() -> int:
         elif args.reuse and kept(args.library, rung) is not None:
             results[rung] = (kept(args.library, rung), None)
         else:
-            results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample)
+            results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample, args.resume)
             conditions = {"rung": rung, "library": args.library, "jobs": args.jobs, "runs": args.runs,
+                          "resumed": args.resume,  # then "minutes" counts the last part only
                           "minutes": round(results[rung][1] / 60, 1), "revision": git_revision(),
                           "machine": machine_key(), "date": time.strftime("%Y-%m-%d")}
             print(f"verdicts kept in {keep(args.library, rung, results[rung][0], conditions).relative_to(REPO)}")
