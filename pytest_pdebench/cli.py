@@ -387,6 +387,7 @@ def _calibration_summary(args) -> int:
     from .calibration import Alphas, CalibrationStore
     from .cases import load_cases
     from .report import calibration_tables
+    from .speed import baselines_line
     from .submissions import oracle_fingerprint
 
     store = CalibrationStore(Path(args.calibrations))
@@ -405,6 +406,7 @@ def _calibration_summary(args) -> int:
         return 1
     family_table, distribution, targets = calibration_tables(rows, args.format)
     print(f"{args.library} on {store.machine_for(args.library)}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
+          f"\n\n{baselines_line(store.entries(args.library))}"
           f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}")
     return 0
 

@@ -49,3 +49,20 @@ def drift_problem(library: str, ratio: float | None) -> str | None:
     return (f"{library}: this machine runs the speed probe in {ratio:.2f} x the time it took when the baselines "
             f"were measured ({state} now): t_agent / t_base is off by about that much; "
             f"`pdebench calibrate --library {library}` measures them again")
+
+
+def baselines_line(entries: dict) -> str:
+    """When and how fast the runtime baselines were measured: the days they span and the
+    speed probe's spread over them (a partial recalibration on a faster or slower day
+    shows here as a second cluster)."""
+    days = sorted({str(e.get("calibrated_at", ""))[:10] for e in entries.values() if e.get("calibrated_at")})
+    probes = sorted(e["speed_probe_sec"] for e in entries.values() if e.get("speed_probe_sec"))
+    span = f"measured {days[0]} to {days[-1]}" if len(days) > 1 else f"measured {days[0]}" if days else "no dates"
+    if not probes:
+        return f"runtime baselines: {len(entries)}, {span}; none carries a speed probe time"
+    spread = probes[-1] / probes[0] - 1
+    state = "within" if spread <= SPEED_TOLERANCE else "NOT within"
+    return (f"runtime baselines: {len(entries)}, {span}; speed probe with {len(probes)} of them, median "
+            f"{statistics.median(probes):.3f} s, range {probes[0]:.3f}-{probes[-1]:.3f} s ({state} "
+            f"{SPEED_TOLERANCE:.0%} of each other)")
+

@@ -345,6 +345,19 @@ def test_a_machine_whose_speed_changed_since_the_calibration_is_named_in_the_hea
     assert "faster now" in drift_problem("firedrake", drift(now, [now / 0.6]))
 
 
+def test_the_calibration_summary_names_the_days_and_the_probe_spread_of_its_baselines():
+    from pytest_pdebench.speed import baselines_line
+
+    one_day = {"a": {"calibrated_at": "2026-11-25T04:20:00Z", "speed_probe_sec": 0.100},
+               "b": {"calibrated_at": "2026-11-25T05:10:00Z", "speed_probe_sec": 0.104}}
+    line = baselines_line(one_day)
+    assert "baselines: 2, measured 2026-11-25;" in line and "with 2 of them" in line and "(within 15%" in line
+    mixed = {**one_day, "c": {"calibrated_at": "2026-11-23T10:00:00Z", "speed_probe_sec": 0.160}, "d": {}}
+    line = baselines_line(mixed)
+    assert "measured 2026-11-23 to 2026-11-25" in line and "with 3 of them" in line and "NOT within 15%" in line
+    assert "none carries a speed probe" in baselines_line({"old": {"calibrated_at": "2026-11-23T10:00:00Z"}})
+
+
 def test_the_report_header_warns_when_the_baselines_were_timed_on_a_faster_machine(tmp_path):
     (tmp_path / "solvers" / "dolfinx").mkdir(parents=True)
     write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
