@@ -261,10 +261,10 @@ def _change_setting(config, before: dict, after: dict, step: str, why: str, only
 
 
 def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool = False) -> int:
-    """Coarser meshes where this machine's baseline of LIBRARY leaves its strong oracle
-    (stored by `pdebench reference-agreement`) too little room: an error above
-    ANCHOR_ACC_SHARE x tau_acc, or, against a reference, above REFERENCE_AGREEMENT x
-    tau_acc. ``own``: for LIBRARY only (its strong oracle is weaker than the others')."""
+    """Coarser meshes where this machine's baseline of LIBRARY leaves too little room: the
+    strong oracle's error (stored by `pdebench reference-agreement`) above ANCHOR_ACC_SHARE
+    x tau_acc, or a reference LIBRARY's oracle built farther than REFERENCE_AGREEMENT x
+    tau_acc from its level 1. ``own``: for LIBRARY only (its strong oracle is weaker than the others')."""
     from .build.calibration_configs import COARSEN_MARGIN, coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
@@ -275,12 +275,15 @@ def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool
     changed = 0
     for record in records:
         entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
-        strong = store.strong_oracle(record, library, oracle_fingerprint(record, library)) \
-            or _reference_build_gap(record, library)
-        if not (entry and config and strong and entry["fingerprint"] == case_fingerprint(record, library)):
+        # the binding one of: the anchor's error (at most ANCHOR_ACC_SHARE x tau_acc) and the
+        # reference's distance from the oracle a level below (at most REFERENCE_AGREEMENT x tau_acc)
+        checks = [(figures["e_strong"], share) for figures, share in (
+            (store.strong_oracle(record, library, oracle_fingerprint(record, library)), ANCHOR_ACC_SHARE),
+            (_reference_build_gap(record, library), REFERENCE_AGREEMENT)) if figures]
+        if not (entry and config and checks and entry["fingerprint"] == case_fingerprint(record, library)):
             continue
-        share = REFERENCE_AGREEMENT if record.evaluation_metadata.construction_method == "reference_numerical" \
-            else ANCHOR_ACC_SHARE
+        e_strong, share = max(checks, key=lambda check: check[0] / check[1])
+        strong = {"e_strong": e_strong}
         if strong["e_strong"] <= share * materialize(record, library, entry, "", Alphas()).tau_acc:
             continue  # the anchor passes with room (and agrees with the reference)
         if strong["e_strong"] > share * record.evaluation_config.tau_max:

@@ -72,6 +72,26 @@ def test_a_flow_the_elements_resolve_exactly_is_kept(tmp_path):
     outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
     assert outcome.kept, outcome.reason
     assert outcome.e_base_estimate < 1e-10
+    dofs = record.evaluation_metadata.reference_config["num_dofs"]
+    assert dofs[0] < dofs[1] < dofs[2], dofs  # the levels reach the shared Taylor-Hood module
+
+
+@dolfinx
+def test_levels_that_leave_the_discretization_as_it_was_are_refused(tmp_path, monkeypatch):
+    """Three runs at one resolution give equal fields, which would pass for a flow the
+    elements resolve exactly: 26 flow and 3-D Helmholtz references were kept that way
+    (a default argument bound at import held every level at the anchor's mesh)."""
+    from pytest_pdebench.build import references, refinement
+
+    def levels_ignored(oracle_dir, family, case_spec, arrays, level=1.0):
+        return refinement.run_oracle(oracle_dir, family, case_spec, arrays, 1.0)
+
+    monkeypatch.setattr(references, "run_oracle", levels_ignored)
+    record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))
+    record.evaluation_metadata.reference_path = None
+    outcome = build_reference(record, tmp_path, ORACLE / "dolfinx")
+    assert not outcome.kept and "did not refine the discretization" in outcome.reason, outcome.reason
+    assert record.evaluation_metadata.reference_path is None
 
 
 @dolfinx

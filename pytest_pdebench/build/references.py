@@ -56,9 +56,19 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
     grid = EvalGrid.from_spec(spec["eval_grid"])
     valid = valid_mask(spec, grid)
     try:
-        fields = [run_oracle(oracle_dir, record.family, spec, names, level)[0] for level in LEVELS]
+        runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in LEVELS]
     except Exception as exc:  # the oracle cannot do this case: discard, with the reason
         return ReferenceOutcome(record.id, False, f"oracle failed: {type(exc).__name__}: {str(exc)[:200]}")
+    fields = [field for field, _ in runs]
+    dofs = [info.get("num_dofs") for _, info in runs]
+    steps = [info.get("num_time_steps") for _, info in runs]
+    if not all(isinstance(n, int) for n in dofs):
+        return ReferenceOutcome(record.id, False, f"the oracle reported no num_dofs at every level ({dofs})")
+    if not (dofs[0] < dofs[1] < dofs[2] or (dofs[0] <= dofs[1] <= dofs[2] and None not in steps
+                                            and steps[0] < steps[1] < steps[2])):
+        # equal fields at equal resolutions would pass for "resolved exactly" below
+        return ReferenceOutcome(record.id, False, f"the levels did not refine the discretization (num_dofs {dofs}, "
+                                                  f"time steps {steps})")
     if any(not np.isfinite(f[valid]).all() for f in fields):
         return ReferenceOutcome(record.id, False, "non-finite values on valid grid points")
     coarse, base, fine = fields
@@ -87,7 +97,7 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         meta = record.evaluation_metadata
         meta.reference_path = str(relative)
         meta.reference_config = {**(meta.reference_config or {}), "oracle": "dolfinx", "levels": list(LEVELS),
-                                 "e_base_estimate": e_base, "g01": g01, "g12": g12,
+                                 "e_base_estimate": e_base, "g01": g01, "g12": g12, "num_dofs": dofs,
                                  "digest": digest}
         outcome.kept, outcome.reason = True, "kept"
     return outcome

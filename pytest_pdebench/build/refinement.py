@@ -2,9 +2,12 @@
 convergence studies. The oracle is the project's own trusted code, so it runs here in
 the calling process (which must have DOLFINx), not in the sandbox.
 
-A level is a multiple of the oracle's own resolution: cells per length (2-D and 3-D)
-scale with it and the largest time step with its -1.5th power, so an O(dt^2) time error stays below
-the O(h^3) error of P2 elements.
+A level is a multiple of the oracle's reference grade: a family module's REFERENCE_<NAME>
+constants where it has them (the anchor an evaluation runs is leaner, so that it stays within
+the time gate), else its own. Cells per length (2-D and 3-D) scale with the level and the
+largest time step with its -1.5th power, so an O(dt^2) time error stays below the O(h^3)
+error of P2 elements. The constants are read when the oracle solves, never bound earlier
+(a default argument bound at import once kept every flow level at one resolution).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-FLOWS = ("stokes", "navier_stokes")  # their resolution lives in the shared _flow module
+FLOWS = ("stokes", "navier_stokes")  # their resolution lives (also) in the shared _flow module
 
 
 def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: list[str],
@@ -35,11 +38,9 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     # PETSc's initialisation resets SIGPIPE to its default: a later write to a closed socket
     # (an HTTP client in the same process) would then kill the process instead of raising
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    sized = importlib.import_module("_flow") if family in FLOWS else module
-    base = (sized.CELLS_PER_LENGTH, sized.CELLS_PER_LENGTH_3D, common.DT_MAX)
-    sized.CELLS_PER_LENGTH = round(base[0] * level)
-    sized.CELLS_PER_LENGTH_3D = max(2, round(base[1] * level))
-    common.DT_MAX = base[2] / level ** 1.5
+    grade = _reference_grade([module] + ([importlib.import_module("_flow")] if family in FLOWS else []), level)
+    saved_dt = common.DT_MAX
+    common.DT_MAX = saved_dt / level ** 1.5
     cwd = os.getcwd()
     try:
         with tempfile.TemporaryDirectory() as work:
@@ -50,5 +51,27 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
             info = json.loads(Path("meta.json").read_text()).get("solver_info", {})
     finally:
         os.chdir(cwd)
-        sized.CELLS_PER_LENGTH, sized.CELLS_PER_LENGTH_3D, common.DT_MAX = base
+        common.DT_MAX = saved_dt
+        for target, name, value in grade:
+            setattr(target, name, value)
     return fields, info
+
+
+GRADED = ("CELLS_PER_LENGTH", "CELLS_PER_LENGTH_3D", "DT_SHARE", "CORNER_SIZE")
+
+
+def _reference_grade(modules: list, level: float) -> list[tuple]:
+    """Set the modules' resolution to ``level`` x their reference grade; returns what to
+    restore. A module's REFERENCE_<NAME> (finer than the anchor's <NAME> an evaluation run
+    uses) is the grade where it has one; cells per length scale with the level."""
+    saved = []
+    for target in modules:
+        for name in GRADED:
+            if not hasattr(target, name):
+                continue
+            saved.append((target, name, getattr(target, name)))
+            value = getattr(target, f"REFERENCE_{name}", getattr(target, name))
+            if name.startswith("CELLS_PER_LENGTH"):
+                value = max(2, round(value * level))
+            setattr(target, name, value)
+    return saved

@@ -9,17 +9,21 @@ from _oracle_common import (build_mesh, conditions, covers_whole_boundary, domai
                             vector_dirichlet_conditions, vector_forcing)
 from _outputs import vector_outputs, write_outputs
 
-CELLS_PER_LENGTH = 40  # mesh size h = L / CELLS_PER_LENGTH (2-D)
+CELLS_PER_LENGTH = 24  # mesh size h = L / CELLS_PER_LENGTH (2-D)
+# at L/40 the Stokes anchor took up to 4.9 x its P2/11-27 baselines' time (an LU of 29k
+# dofs), its error at most 0.04 x tau_acc; references are built from L/40
+REFERENCE_CELLS_PER_LENGTH = 40
 CELLS_PER_LENGTH_3D = 12  # at L/8 the 3-D Stokes error was 4.5-5.5e-3, near tau_acc of the P2/16 baselines
 
 
 class TaylorHood:
-    def __init__(self, case_spec, cells_per_length=CELLS_PER_LENGTH):
+    def __init__(self, case_spec, cells_per_length=None):
         self.case_spec = case_spec
         domain_spec, bc = case_spec["domain"], case_spec.get("bc", {})
         self.dim = 3 if "nz" in case_spec["eval_grid"] else 2
         self.size = domain_size(domain_spec)
-        _, cells = discretization(2, CELLS_PER_LENGTH_3D if self.dim == 3 else cells_per_length)
+        # read at call time, so that a reference build's level reaches it
+        _, cells = discretization(2, CELLS_PER_LENGTH_3D if self.dim == 3 else cells_per_length or CELLS_PER_LENGTH)
         self.h = self.size / cells  # the element stays Taylor-Hood in calibration runs
         self.msh = build_mesh(domain_spec, self.h)
         cell = self.msh.basix_cell()

@@ -50,8 +50,9 @@ def domain_size(domain_spec):
 CORNER_SIZE = 0.1
 
 
-def build_mesh(domain_spec, h, degree=1):
-    """A mesh of the case's domain with cell size about h (gmsh for curved shapes)."""
+def build_mesh(domain_spec, h, degree=1, corner_size=CORNER_SIZE):
+    """A mesh of the case's domain with cell size about h (gmsh for curved shapes);
+    ``corner_size`` x h at re-entrant corners (1: no grading)."""
     kind = domain_spec["type"]
     params = domain_spec.get("geometry_params", {})
     comm = MPI.COMM_WORLD
@@ -63,10 +64,10 @@ def build_mesh(domain_spec, h, degree=1):
     if kind == "unit_cube":
         n = max(2, round(1 / h))
         return mesh.create_unit_cube(comm, n, n, n, mesh.CellType.tetrahedron)
-    return _gmsh_mesh(kind, params, h, degree)
+    return _gmsh_mesh(kind, params, h, degree, corner_size)
 
 
-def _gmsh_mesh(kind, params, h, degree):
+def _gmsh_mesh(kind, params, h, degree, corner_size):
     import gmsh
     from dolfinx.io import gmsh as gmshio
 
@@ -81,9 +82,9 @@ def _gmsh_mesh(kind, params, h, degree):
         if calibration_setting() is None:  # the strong oracle: curved cells, graded corners
             if has_curves(gmsh.model, surface):
                 degree = 2
-            corners = reentrant_corners(gmsh.model, surface, 0.01 * h)
+            corners = reentrant_corners(gmsh.model, surface, 0.01 * h) if corner_size < 1 else []
             if corners:
-                finest = CORNER_SIZE * h
+                finest = corner_size * h
                 grade_towards(gmsh.model, corners, h, finest)
                 # gmsh otherwise spreads the corner size along every boundary curve
                 # into the interior: a star went from 1.4k to 22.6k cells, not 2.3k.
@@ -533,7 +534,7 @@ def element_degree(V):
     return V.ufl_element().embedded_superdegree
 
 
-def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False, bc_kinds=()):
+def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False, bc_kinds=(), corner_size=CORNER_SIZE):
     """(mesh, Lagrange space, h, domain size) at h = L / cells (degree and cells: the
     calibration settings in a calibration run); refuses boundary condition kinds (besides
     Dirichlet) that are not in ``bc_kinds``."""
@@ -543,12 +544,13 @@ def mesh_and_space(case_spec, cells_2d, cells_3d, degree=2, vector=False, bc_kin
     size = domain_size(domain_spec)
     degree, cells = discretization(degree, cells_3d if dim == 3 else cells_2d)
     h = size / cells
-    msh = build_mesh(domain_spec, h)
+    msh = build_mesh(domain_spec, h, corner_size=corner_size)
     V = fem.functionspace(msh, ("Lagrange", degree, (dim,)) if vector else ("Lagrange", degree))
     return msh, V, h, size
 
 
-def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2, bc_kinds=SCALAR_BC_KINDS, strong_dt_share=1.0):
+def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2, bc_kinds=SCALAR_BC_KINDS, strong_dt_share=1.0,
+                           corner_size=CORNER_SIZE):
     """Mesh, space, time grid, time Constants, u_old = ic, uh = copy, Dirichlet data,
     the periodic map (or None)."""
     from petsc4py import PETSc
@@ -556,7 +558,7 @@ def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2, bc_kinds=SCA
     from _periodic import periodic_map
 
     domain_spec, pde, bc = case_spec["domain"], case_spec["pde"], case_spec["bc"]
-    msh, V, h, _ = mesh_and_space(case_spec, cells_2d, cells_3d, degree, bc_kinds=bc_kinds)
+    msh, V, h, _ = mesh_and_space(case_spec, cells_2d, cells_3d, degree, bc_kinds=bc_kinds, corner_size=corner_size)
     t0, dt, steps = time_grid(pde["time"], strong_dt_share=strong_dt_share)
     t_new, t_old = fem.Constant(msh, PETSc.ScalarType(t0)), fem.Constant(msh, PETSc.ScalarType(t0))
     u_old = fem.Function(V)
@@ -568,10 +570,11 @@ def scalar_transient_setup(case_spec, cells_2d, cells_3d, degree=2, bc_kinds=SCA
                 dirichlet=dirichlet, refresh=refresh, periodic=periodic_map(V, case_spec, dirichlet))
 
 
-def solve_crank_nicolson_newton(case_spec, operator, prefix, cells_2d, cells_3d, degree, started):
+def solve_crank_nicolson_newton(case_spec, operator, prefix, cells_2d, cells_3d, degree, started,
+                                corner_size=CORNER_SIZE):
     """u_t + N(u) = f, with ``operator(w, v)`` the weak form of N (a UFL integrand):
     Crank-Nicolson in time (implicit Euler start), a Newton solve per step; writes the outputs."""
-    s = scalar_transient_setup(case_spec, cells_2d, cells_3d, degree)
+    s = scalar_transient_setup(case_spec, cells_2d, cells_3d, degree, corner_size=corner_size)
     msh, uh, u_old, t_new, t_old, dt = s["msh"], s["uh"], s["u_old"], s["t_new"], s["t_old"], s["dt"]
     domain_spec, bc = case_spec["domain"], case_spec["bc"]
     v = ufl.TestFunction(s["V"])

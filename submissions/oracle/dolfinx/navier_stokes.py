@@ -18,6 +18,7 @@ from _oracle_common import check_bc_kinds, direct_solver_options
 # L/24 (runs=1, -n 2): all 28 PASS, time at most 0.85 tau_time, error at most 0.65 tau_acc
 # (two Re 100 cases on the holed and L-shaped domains; the rest at most 0.32).
 CELLS_PER_LENGTH = 24
+REFERENCE_CELLS_PER_LENGTH = 40  # references: levels of L/40 (build/refinement.py)
 
 
 def solve(case_spec):

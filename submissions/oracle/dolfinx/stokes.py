@@ -1,6 +1,6 @@
 """DOLFINx oracle for Stokes: -nu lap(u) + grad(p) = f, div(u) = 0.
 
-Taylor-Hood P2-P1 (inf-sup stable), h = L/40, direct LU (MUMPS). When velocity data is
+Taylor-Hood P2-P1 (inf-sup stable), h = L/24, direct LU (MUMPS). When velocity data is
 given on the whole boundary, the pressure is fixed to 0 at one vertex (it is only
 defined up to a constant); the outputs compared are velocity quantities unless the case
 asks for p.
