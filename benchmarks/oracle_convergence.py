@@ -1,7 +1,8 @@
 """Observed convergence orders of the DOLFINx oracle, family by family.
 
 Runs each family's oracle on a manufactured starter case at a few mesh sizes (the
-oracle's own resolution, halved and doubled, as in build/refinement.py) and prints the relative L2 grid error and the observed order
+oracle's reference grade, halved and doubled, as in build/refinement.py) and prints the relative
+L2 grid error and the observed order
 log2(e_coarse / e_fine). P2 elements should show about 3 on smooth solutions.
 
     .venv/bin/python benchmarks/oracle_convergence.py [--families poisson,heat]

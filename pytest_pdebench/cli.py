@@ -409,7 +409,7 @@ def _calibration_summary(args) -> int:
         return 1
     family_table, distribution, targets = calibration_tables(rows, args.format)
     print(f"{args.library} on {store.machine_for(args.library)}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
-          f"\n\n{baselines_line(store.entries(args.library))}"
+          f"\n\n{baselines_line({row['id']: store.entries(args.library)[row['id']] for row in rows})}"
           f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}")
     return 0
 

@@ -153,3 +153,22 @@ def test_levels_refine_three_dimensional_meshes_too():
     spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
     dofs = [run_oracle(ORACLE / "dolfinx", "poisson", spec, arrays, level)[1]["num_dofs"] for level in (0.5, 1.0)]
     assert dofs[0] < dofs[1] / 4, dofs
+
+
+@dolfinx
+def test_levels_are_taken_of_the_reference_grade_not_of_the_leaner_anchor():
+    """The anchor (what an evaluation runs) may be coarser than the grade the references are
+    built from; the builder's level 1 is the reference grade, and the anchor's own setting
+    is back in place afterwards."""
+    import importlib
+
+    from pytest_pdebench.build.refinement import run_oracle
+
+    record = CaseRecord.model_validate(record_dict("stokes_lid_driven_cavity"))
+    spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
+    run_oracle(ORACLE / "dolfinx", "stokes", spec, arrays, 0.5)  # puts the oracle's folders on sys.path
+    flow = importlib.import_module("_flow")
+    anchor = flow.CELLS_PER_LENGTH
+    info = run_oracle(ORACLE / "dolfinx", "stokes", spec, arrays, 1.0)[1]
+    assert info["mesh_resolution"] == flow.REFERENCE_CELLS_PER_LENGTH > anchor
+    assert flow.CELLS_PER_LENGTH == anchor
