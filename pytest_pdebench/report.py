@@ -195,7 +195,7 @@ def _reference_agreement(rows: list[dict]) -> str:
                  if error(r) > REFERENCE_AGREEMENT * r["tau_acc"])
     worst = max(error(r) / r["tau_acc"] for r in measured)
     from_build = sum(r.get("e_strong_build") is not None for r in measured)
-    line = (f"{'ok ' if not far and len(measured) == len(based) else 'OFF'} references: the oracle a level below within "
+    line = (f"{'ok ' if not far and len(measured) == len(based) else 'OFF'} references: the oracle a level below (or, where another track built them, this track's strong oracle) within "
             f"{REFERENCE_AGREEMENT:g} x tau_acc of the reference on {len(measured) - len(far)} of {len(based)} "
             f"reference-based cases ({len(based) - len(measured)} not measured; {from_build} from the reference "
             f"build; largest ratio {worst:.2f})")

@@ -62,7 +62,9 @@ def baselines_line(entries: dict) -> str:
         return f"runtime baselines: {len(entries)}, {span}; none carries a speed probe time"
     spread = probes[-1] / probes[0] - 1
     state = "within" if spread <= SPEED_TOLERANCE else "NOT within"
+    missing = len(entries) - len(probes)
     return (f"runtime baselines: {len(entries)}, {span}; speed probe with {len(probes)} of them, median "
             f"{statistics.median(probes):.3f} s, range {probes[0]:.3f}-{probes[-1]:.3f} s ({state} "
-            f"{SPEED_TOLERANCE:.0%} of each other)")
+            f"{SPEED_TOLERANCE:.0%} of each other)"
+            + (f"; {missing} timed before the probe existed: their speed is unknown" if missing else ""))
 

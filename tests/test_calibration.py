@@ -358,6 +358,7 @@ def test_the_calibration_summary_names_the_days_and_the_probe_spread_of_its_base
     mixed = {**one_day, "c": {"calibrated_at": "2026-11-23T10:00:00Z", "speed_probe_sec": 0.160}, "d": {}}
     line = baselines_line(mixed)
     assert "measured 2026-11-23 to 2026-11-25" in line and "with 3 of them" in line and "NOT within 15%" in line
+    assert "1 timed before the probe existed" in line and "before the probe" not in baselines_line(one_day)
     assert "none carries a speed probe" in baselines_line({"old": {"calibrated_at": "2026-11-23T10:00:00Z"}})
 
 

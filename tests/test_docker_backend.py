@@ -100,3 +100,32 @@ def test_no_token_means_no_timed_window():
     attached.run()
     assert attached.marker_time is None
     assert attached.streams[2].text() == "crashed while importing\n"
+
+
+def test_a_copy_into_the_container_is_tried_again_after_podmans_broken_pipe_only():
+    """podman lost its archive helper once in a full test run ("write |1: broken pipe"):
+    copy again, a few times; any other engine error goes up at once."""
+    import docker
+
+    from pytest_pdebench.sandbox.docker_backend import _put_archive
+
+    class Container:  # records the copies; fails the way the engine did
+        def __init__(self, failures, message):
+            self.failures, self.message, self.calls = failures, message, 0
+
+        def put_archive(self, path, data):
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise docker.errors.APIError("500 Server Error", explanation=self.message)
+            return True
+
+    flaky = Container(2, "passing bulk input to subprocess: write |1: broken pipe")
+    assert _put_archive(flaky, "/sandbox", b"") and flaky.calls == 3
+    broken = Container(5, "passing bulk input to subprocess: write |1: broken pipe")
+    with pytest.raises(docker.errors.APIError):
+        _put_archive(broken, "/sandbox", b"")
+    assert broken.calls == 3
+    other = Container(1, "no such container")
+    with pytest.raises(docker.errors.APIError):
+        _put_archive(other, "/sandbox", b"")
+    assert other.calls == 1

@@ -229,7 +229,7 @@ class DockerBackend(Backend):
                 runner.size, runner.mode, runner.mtime = RUNNER.stat().st_size, 0o444, int(time.time())
                 with RUNNER.open("rb") as handle:
                     archive.addfile(runner, handle)
-            if not container.put_archive("/sandbox", buffer.getvalue()):
+            if not _put_archive(container, "/sandbox", buffer.getvalue()):
                 raise SandboxError("could not copy the run's files into the container")
         except BaseException:
             self._remove(container)
@@ -298,3 +298,20 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+
+
+def _put_archive(container, path: str, data: bytes, attempts: int = 3) -> bool:
+    """``put_archive``, again after a transient engine failure: podman extracts the archive
+    in a helper process and now and then loses it ("passing bulk input to subprocess: write
+    |1: broken pipe", once in a full test run here); the container is fresh and not started,
+    so copying again is safe."""
+    import docker
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return container.put_archive(path, data)
+        except docker.errors.APIError as exc:
+            if "broken pipe" not in str(exc.explanation or exc) or attempt == attempts:
+                raise
+            time.sleep(0.2 * attempt)
+    return False
