@@ -283,20 +283,19 @@ def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool
         if not (entry and config and checks and entry["fingerprint"] == case_fingerprint(record, library)):
             continue
         e_strong, share = max(checks, key=lambda check: check[0] / check[1])
-        strong = {"e_strong": e_strong}
-        if strong["e_strong"] <= share * materialize(record, library, entry, "", Alphas()).tau_acc:
+        if e_strong <= share * materialize(record, library, entry, "", Alphas()).tau_acc:
             continue  # the anchor passes with room (and agrees with the reference)
-        if strong["e_strong"] > share * record.evaluation_config.tau_max:
+        if e_strong > share * record.evaluation_config.tau_max:
             continue  # no tau_acc under the cap leaves room: the oracle or the reference must get better
         before = config.settings[library].model_dump(exclude_none=True)
         # tau_acc grows with e_base: the e_base at which the anchor just fits, with room
         tau_acc = materialize(record, library, entry, "", Alphas()).tau_acc
-        aim = COARSEN_MARGIN * entry["e_base"] * strong["e_strong"] / (share * tau_acc)
+        aim = COARSEN_MARGIN * entry["e_base"] * e_strong / (share * tau_acc)
         after = coarsened(before, entry["e_base"], aim, 3 if record.case_spec.eval_grid.nz else 2)
         if after is None:
             continue
         _change_setting(config, before, after, "coarsened",
-                        f"e_base {entry['e_base']:.1e} under the strong oracle's {strong['e_strong']:.1e} on {library}",
+                        f"e_base {entry['e_base']:.1e} under the strong oracle's {e_strong:.1e} on {library}",
                         only=library if own else None)
         changed += 1
     return changed
