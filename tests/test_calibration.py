@@ -336,6 +336,26 @@ def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_c
     assert redrawn.evaluation_metadata.calibration_config.source == "drawn"
 
 
+def test_a_case_rebuilt_with_its_terms_printed_in_another_order_keeps_its_text_and_baselines(tmp_path):
+    from pytest_pdebench.cases import iter_case_file, rewrite_case_file
+
+    built = record_dict()
+    built["case_spec"]["pde"]["forcing"]["value"] = "x + 2*pi**2*sin(pi*x)*sin(pi*y)"
+    built["evaluation_metadata"]["reference_config"] = {"method": "built once"}
+    path = write_jsonl(tmp_path / "cases.jsonl", [built])
+    reordered = record_dict()  # sympy printed the same sum the other way round
+    reordered["case_spec"]["pde"]["forcing"]["value"] = "2*pi**2*sin(pi*x)*sin(pi*y) + x"
+    rewrite_case_file(path, [CaseRecord.model_validate(reordered)])
+    [(_, kept)] = list(iter_case_file(path))
+    assert kept.case_spec.pde.forcing.value == "x + 2*pi**2*sin(pi*x)*sin(pi*y)"  # the fingerprints' text
+    assert kept.evaluation_metadata.reference_config == {"method": "built once"}
+    changed = record_dict()
+    changed["case_spec"]["pde"]["forcing"]["value"] = "2*pi**2*sin(pi*x)*sin(pi*y) + y"
+    rewrite_case_file(path, [CaseRecord.model_validate(changed)])
+    [(_, rebuilt)] = list(iter_case_file(path))
+    assert rebuilt.case_spec.pde.forcing.value.endswith("+ y") and rebuilt.evaluation_metadata.reference_config is None
+
+
 def test_a_machine_whose_speed_changed_since_the_calibration_is_named_in_the_header(tmp_path):
     from pytest_pdebench.speed import SPEED_TOLERANCE, drift, drift_problem, probe_seconds
 

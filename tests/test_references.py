@@ -155,6 +155,23 @@ def test_levels_refine_three_dimensional_meshes_too():
     assert dofs[0] < dofs[1] / 4, dofs
 
 
+
+@dolfinx
+def test_levels_refine_a_wave_resolved_helmholtz_mesh_too():
+    """At k = 5 on a unit cube the cells-per-wavelength floor (15, so 12 cells) binds at
+    level 0.5 if it is not graded with the level: levels 0.5 and 1 were then one mesh with the
+    anchor's grade, and the builder threw the case away (helmholtz_k5_unit_cube_noexact_009)."""
+    from pytest_pdebench.build.refinement import run_oracle
+
+    data = record_dict("poisson_unit_cube")
+    data["case_spec"]["pde"] = {"type": "helmholtz", "params": {"k": 5.0}, "forcing": {"value": "1"}}
+    data["pde_classification"]["equation_family"] = "helmholtz"
+    data["case_spec"]["eval_grid"].update(nx=9, ny=9, nz=9)
+    record = CaseRecord.model_validate(data)
+    spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
+    dofs = [run_oracle(ORACLE / "dolfinx", "helmholtz", spec, arrays, level)[1]["num_dofs"] for level in (0.5, 1.0)]
+    assert dofs[0] < dofs[1] / 4, dofs
+
 @dolfinx
 def test_levels_are_taken_of_the_reference_grade_not_of_the_leaner_anchor():
     """The anchor (what an evaluation runs) may be coarser than the grade the references are

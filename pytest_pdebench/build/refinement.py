@@ -4,7 +4,7 @@ the calling process (which must have DOLFINx), not in the sandbox.
 
 A level is a multiple of the oracle's reference grade: a family module's REFERENCE_<NAME>
 constants where it has them (the anchor an evaluation runs is leaner, so that it stays within
-the time gate), else its own. Cells per length (2-D and 3-D) scale with the level and the
+the time gate), else its own. Cells per length and per wavelength scale with the level and the
 largest time step with its -1.5th power, so an O(dt^2) time error stays below the O(h^3)
 error of P2 elements. The constants are read when the oracle solves, never bound earlier
 (a default argument bound at import once kept every flow level at one resolution).
@@ -57,7 +57,8 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     return fields, info
 
 
-GRADED = ("CELLS_PER_LENGTH", "CELLS_PER_LENGTH_3D", "DT_SHARE", "CORNER_SIZE")
+GRADED = ("CELLS_PER_LENGTH", "CELLS_PER_LENGTH_3D", "CELLS_PER_WAVELENGTH", "CELLS_PER_WAVELENGTH_3D", "DT_SHARE",
+          "CORNER_SIZE")
 
 
 def _reference_grade(modules: list, level: float) -> list[tuple]:
@@ -71,7 +72,7 @@ def _reference_grade(modules: list, level: float) -> list[tuple]:
                 continue
             saved.append((target, name, getattr(target, name)))
             value = getattr(target, f"REFERENCE_{name}", getattr(target, name))
-            if name.startswith("CELLS_PER_LENGTH"):
+            if name.startswith("CELLS_PER_"):
                 value = max(2, round(value * level))
             setattr(target, name, value)
     return saved

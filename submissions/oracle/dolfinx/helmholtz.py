@@ -18,7 +18,12 @@ from _periodic import periodic_map
 DEGREE = 2
 CELLS_PER_LENGTH = 48  # mesh size h = L / CELLS_PER_LENGTH (2-D)
 CELLS_PER_LENGTH_3D = 12
+# references (build/refinement.py): at 12 the oracle was 1.0e-3 from its level 2 at k = 5
+# round a sharp Gaussian source, above 0.1 x tau_max; levels 8, 16, 24 (the cap)
+REFERENCE_CELLS_PER_LENGTH_3D = 16
 MAX_CELLS_PER_LENGTH_3D = 24  # P2 on 24^3 cells: ~120k dofs, an LU of about 20 s here
+CELLS_PER_WAVELENGTH = 12  # graded with the level too, so a reference's coarse level is coarser
+CELLS_PER_WAVELENGTH_3D = 15
 
 
 def solve(case_spec):
@@ -30,8 +35,8 @@ def solve(case_spec):
     # 12 P2 cells per wavelength in 2-D; 15 in 3-D up to L/24, where a 3-D LU of more
     # would not fit (k = 20 at 2-D density: 493k dofs, MUMPS ran out of memory). At 6 per
     # wavelength (L/12 for k = 10) the error was 1.2e-2, above any tau_acc the cap allows.
-    cells_3d = min(MAX_CELLS_PER_LENGTH_3D, max(CELLS_PER_LENGTH_3D, math.ceil(15 * wavelengths)))
-    msh, V, h, size = mesh_and_space(case_spec, max(CELLS_PER_LENGTH, math.ceil(12 * wavelengths)),
+    cells_3d = min(MAX_CELLS_PER_LENGTH_3D, max(CELLS_PER_LENGTH_3D, math.ceil(CELLS_PER_WAVELENGTH_3D * wavelengths)))
+    msh, V, h, size = mesh_and_space(case_spec, max(CELLS_PER_LENGTH, math.ceil(CELLS_PER_WAVELENGTH * wavelengths)),
                                      cells_3d, DEGREE,
                                      bc_kinds=SCALAR_BC_KINDS)
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
