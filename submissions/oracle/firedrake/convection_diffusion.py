@@ -29,7 +29,7 @@ def solve(case_spec):
     eps = fd.Constant(float(pde["params"]["epsilon"]))
     beta = ufl.as_vector([float(b) for b in pde["params"]["beta"]])
     beta_norm = ufl.sqrt(ufl.dot(beta, beta)) + 1e-14
-    cell_h = ufl.CellDiameter(mesh)
+    cell_h = domain.cell_diameter()
     tau = cell_h / (2 * beta_norm) * ufl.min_value(1.0, beta_norm * cell_h / (2 * eps) / 3)
     streamline_v = tau * ufl.dot(beta, ufl.grad(v))
 
