@@ -22,6 +22,9 @@ import pytest
 from pytest_pdebench.calibration import case_fingerprint, machine_key
 
 REPO = Path(__file__).resolve().parent.parent
+# the public upstream data, read and never committed: CI clones the repository with shared/
+# beside it; PDEBENCH_UPSTREAM points elsewhere
+UPSTREAM = Path(os.environ.get("PDEBENCH_UPSTREAM", REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"))
 ORACLE = REPO / "submissions" / "oracle"
 STARTER = REPO / "tests" / "cases"  # the 53-case smoke suite (the shipped suite is cases/)
 # shared by the toy numpy solvers of the tests: the grid of a case, u = sin(pi x) sin(pi y)
@@ -231,12 +234,12 @@ def processes_with(marker: str) -> list[int]:
 
 
 def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: float = 1e-4, t_base: float = 5.0,
-              nx: int = 20, ny: int = 20) -> tuple[Path, Path]:
+              nx: int = 20, ny: int = 20, machine: str | None = None) -> tuple[Path, Path]:
     """One poisson_basic copy per solver (its id is the solver's key), calibrated with the
-    given baseline; returns (case file, submissions folder)."""
+    given baseline (under ``machine``'s key if given); returns (case file, submissions folder)."""
     records = [record_dict(new_id=case_id, nx=nx, ny=ny) for case_id in solvers]
     write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base)
+    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base, machine)
     folder = tmp_path / "solvers" / library
     folder.mkdir(parents=True)
     suffix = ".cpp" if library == "dealii" else ".py"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import REPO, STARTER, record_dict, write_jsonl
+from conftest import REPO, STARTER, UPSTREAM, record_dict, write_jsonl
 from pytest_pdebench import pdes
 from pytest_pdebench.build.starter import starter_records
 from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
@@ -11,7 +11,6 @@ from pytest_pdebench.schema import schema_errors, schema_text
 from pytest_pdebench.validation import static_problems
 
 CASES_DIR = REPO / "cases"
-UPSTREAM = REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"  # read, never committed
 
 
 def test_committed_schema_is_the_models_schema():

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import ORACLE, REPO, REQUIRE_RUNTIMES, outcomes_from_report
+from conftest import ORACLE, REQUIRE_RUNTIMES, UPSTREAM, outcomes_from_report
 from pytest_pdebench.boundaries import boundary_points
 from pytest_pdebench.build.upstream import ImportProblem, convert_reaction, convert_record, import_file
 from pytest_pdebench.cases import CaseRecord, write_case_file
@@ -21,8 +19,6 @@ from pytest_pdebench.leaks import GridSample, leak_problems
 from pytest_pdebench.pdes import lap
 from pytest_pdebench.validation import check_leaks
 
-# CI clones the repository with shared/ beside it; PDEBENCH_UPSTREAM points elsewhere
-UPSTREAM = Path(os.environ.get("PDEBENCH_UPSTREAM", REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"))
 HIDDEN_KEYS = {"manufactured_solution", "oracle_solver", "resolution", "char_length", "stabilization", "degree",
                "reference_config", "dt", "scheme", "cell_type", "mesh", "fem"}
 
