@@ -1,0 +1,63 @@
+"""The anchor's t_agent / t_base against a baseline calibrated under the same backend just
+before, on the quickest item of each family: is the time gate the same under bubblewrap
+and in containers? Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/backend_ratio.py [--backends bubblewrap,docker] [--folder DIR]
+
+The docker backend needs an engine (DOCKER_HOST; `pdebench containers engine`) and the
+DOLFINx image (`pdebench containers build dolfinx`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# the quickest baseline of each family (as tests/test_docker_engine.py takes them)
+ITEMS = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037", "biharmonic_plate_unit_square_035",
+         "elasticity_nu045_unit_square_noexact_003", "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008",
+         "rd_linear_t_junction_016", "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000",
+         "burgers_nu005_star_026", "wave_c1_t_junction_027"]
+
+
+def run(backend: str, folder: Path, *extra: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+                    f"--pde-submissions={REPO / 'submissions' / 'oracle'}", f"--pde-cases={REPO / 'cases' / 'suite.jsonl'}",
+                    f"--pde-sandbox={backend}", f"--pde-calibrations={folder / 'calibrations'}", "-n", "2",
+                    "-k", " or ".join(ITEMS), *extra], cwd=REPO, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backends", default="bubblewrap,docker")
+    parser.add_argument("--folder", help="where calibrations, audit folders and reports go (default: a temporary one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(args.folder or scratch)
+        for backend in args.backends.split(","):
+            folder = root / backend
+            calibrating = run(backend, folder, "--pde-calibrate", f"--pde-output={folder / 'calibration'}")
+            report = folder / "report.json"
+            evaluating = run(backend, folder, f"--pde-output={folder / 'evaluation'}", "--json-report",
+                             f"--json-report-file={report}")
+            verdicts = [test["metadata"]["pde"] for test in json.loads(report.read_text())["tests"]
+                        if "metadata" in test]
+            ratios = sorted(v["t_agent"] / v["t_base"] for v in verdicts if v.get("t_agent") and v.get("t_base"))
+            passed = sum(v["outcome"] == "PASS" for v in verdicts)
+            print(f"{backend:10s} {passed} of {len(verdicts)} PASS; t_agent / t_base median "
+                  f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); median t_base "
+                  f"{statistics.median(v['t_base'] for v in verdicts):.2f} s; calibration {calibrating:.0f} s, "
+                  f"evaluation {evaluating:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
