@@ -83,6 +83,22 @@ def test_import_time_work_of_the_submission_is_timed(sandbox, tmp_path):
     assert result.solve_sec >= 0.4 - (0.01 if sandbox.name == "docker" else 0)
 
 
+def test_closing_its_output_does_not_stop_the_clock(sandbox, tmp_path):
+    # the docker backend learns that a run is over when the attached stream ends: a solver
+    # that closes stdout and stderr and computes on must still be timed to its exit
+    result, workdir = run_solver(sandbox, tmp_path, """
+        import os, time
+        def solve(case_spec):
+            os.close(1)
+            os.close(2)
+            time.sleep(0.6)
+            open("out.txt", "w").write("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "out.txt").read_text() == "ok"
+    assert result.solve_sec >= 0.6 - (0.01 if sandbox.name == "docker" else 0)
+
+
 def test_no_network_not_even_to_the_hosts_loopback(sandbox, tmp_path):
     with loopback_listener() as (port, accepted):
         result, workdir = run_solver(sandbox, tmp_path, f"""
