@@ -37,6 +37,9 @@ DEFAULT_TAU_MIN = 1e-6
 DEFAULT_TAU_MAX = 8e-3
 STRONG_ORACLE_SECTION = "strong_oracle"  # its errors against the references (reference agreement)
 REFERENCE_AGREEMENT = 0.1  # the strong oracle must be within this fraction of tau_acc of a reference
+# the paper's threshold-sensitivity grid (Appendix E): each varied with the other at its default
+SENSITIVITY_ALPHA_ACC = (2.0, 5.0, 10.0, 50.0, 100.0)
+SENSITIVITY_ALPHA_TIME = (1.0, 2.0, 3.0, 5.0)
 ANCHOR_ACC_SHARE = 0.5  # the strong oracle's error on any record: at most this fraction of tau_acc
 
 
@@ -109,12 +112,23 @@ class ResolvedThresholds:
     tau_time: float
     source: str  # which calibration these came from
     foreign_machine: bool = False  # measured on another kind of machine
+    factors: dict | None = None  # alpha_acc, alpha_time, tau_min, tau_max: a report re-gates with others
 
     @classmethod
     def from_baseline(cls, e_base: float, t_base: float, alpha_acc: float, alpha_time: float, tau_min: float,
                       tau_max: float, source: str, foreign_machine: bool = False) -> "ResolvedThresholds":
         return cls(e_base, t_base, accuracy_threshold(e_base, alpha_acc, tau_min, tau_max), alpha_time * t_base,
-                   source, foreign_machine)
+                   source, foreign_machine,
+                   {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max})
+
+    def accurate_under_some_sensitivity_alpha(self, error: float) -> bool:
+        """Could a looser accuracy multiplier of the sensitivity grid accept this error?
+        Such an item's timed runs are taken even though it fails the accuracy gate, so a
+        report can re-gate it (Appendix E) from stored numbers."""
+        factors = self.factors or {}
+        loosest = accuracy_threshold(self.e_base, max(SENSITIVITY_ALPHA_ACC), factors.get("tau_min", DEFAULT_TAU_MIN),
+                                     factors.get("tau_max", DEFAULT_TAU_MAX))
+        return math.isfinite(error) and error <= loosest
 
 
 class CalibrationStore:

@@ -94,6 +94,23 @@ def _materialize(cases_path: Path, library: str, calibrations: Path) -> None:
         print(f"{file}: thresholds for {library} updated on {changed} of {len(records)} records")
 
 
+def _report(args) -> int:
+    from .analysis.render import write_report
+    from .analysis.runs import ReportError, load_run, parse_run_argument
+
+    try:
+        runs = [load_run(path, name) for name, path in map(parse_run_argument, args.runs)]
+    except ReportError as exc:
+        print(f"pdebench report: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    summary = write_report(runs, out, with_figures=not args.no_figures)
+    items = sum(len(run.rows) for run in runs)
+    print(f"report over {len(runs)} run(s), {items} items: {out / 'report.md'}, {out / 'report.html'} "
+          f"({len(summary['tables'])} tables, {len(summary['figures'])} figures)")
+    return 0
+
+
 def _table(args) -> int:
     from .report import stage_rates, tables_by_library
 
@@ -539,6 +556,13 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("report")
     table.add_argument("--format", default="github", help="tabulate format (github, latex, simple, ...)")
     table.set_defaults(func=_table)
+
+    report = commands.add_parser("report", help="the paper's tables and figures from stored runs (never re-runs)")
+    report.add_argument("runs", nargs="+", metavar="[NAME=]RUN",
+                        help="pytest JSON reports (--json-report) or verdict files (JSON lines); NAME= names the system")
+    report.add_argument("--out", default="reports/report", help="the report folder (default reports/report)")
+    report.add_argument("--no-figures", action="store_true", help="tables only (no matplotlib)")
+    report.set_defaults(func=_report)
 
     upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
     upstream.add_argument("source", nargs="?", default=UPSTREAM_FILE)

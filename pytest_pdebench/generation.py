@@ -147,6 +147,7 @@ def run_with_model(source: ModelSource, record: CaseRecord, library: str, item_d
     verdict.source = source.label
     verdict.llm = {
         "model": source.spec.name, "model_id": source.spec.model, "base_url": source.spec.base_url,
+        "prompt_mode": source.prompt_mode,
         "attempts": history, "calls": sum(1 for h in history if "cached" in h and not h["cached"]),
         "cache_hits": sum(1 for h in history if h.get("cached")),
         "input_tokens": sum(h.get("input_tokens", 0) for h in history),

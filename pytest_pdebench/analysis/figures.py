@@ -1,0 +1,164 @@
+"""The report's figures (matplotlib, no display): each written as PNG and SVG; returns
+the stems written. Numbers come from ``tables.py``'s functions, never recomputed here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..calibration import DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, SENSITIVITY_ALPHA_ACC, SENSITIVITY_ALPHA_TIME
+from . import tables
+
+COLOURS = {"PASS": "#2e7d32", "F-Exec": "#9e9e9e", "F-Acc": "#c62828", "F-Time": "#f9a825"}
+
+
+def write_figures(rows: list[dict], folder: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem, draw in (("stages", _stages), ("families", _families), ("sensitivity", _sensitivity),
+                       ("gates_scatter", _scatter), ("attempts", _attempts), ("cost", _cost)):
+        figure = draw(rows)
+        if figure is None:
+            continue
+        for suffix in ("png", "svg"):
+            figure.savefig(folder / f"{stem}.{suffix}", dpi=120)
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+        written.append(stem)
+    return written
+
+
+def _groups(rows):
+    return tables.grouped(rows, "system", "library")
+
+
+def _stages(rows):
+    import matplotlib.pyplot as plt
+
+    groups = _groups(rows)
+    labels = [f"{system} / {library}" for system, library in groups]
+    figure, axes = plt.subplots(layout="constrained", figsize=(8, 0.5 * len(groups) + 1.5))
+    left = [0.0] * len(groups)
+    for outcome in tables.OUTCOMES:
+        shares = [100 * sum(r["outcome"] == outcome for r in part) / len(part) for part in groups.values()]
+        axes.barh(labels, shares, left=left, color=COLOURS[outcome], label=outcome)
+        left = [a + b for a, b in zip(left, shares)]
+    axes.set_xlabel("share of items (%)")
+    axes.set_xlim(0, 100)
+    axes.invert_yaxis()
+    axes.legend(ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    return figure
+
+
+def _families(rows):
+    import matplotlib.pyplot as plt
+
+    libraries = tables.grouped(rows, "library")
+    figure, all_axes = plt.subplots(1, len(libraries), figsize=(4 + 2.5 * len(libraries), 5), squeeze=False,
+                                      layout="constrained")
+    for axes, ((library,), part) in zip(all_axes[0], libraries.items()):
+        systems = sorted({r["system"] for r in part})
+        families = sorted({r["family"] for r in part})
+        grid = []
+        for family in families:
+            line = []
+            for system in systems:
+                cell = [r for r in part if r["family"] == family and r["system"] == system]
+                line.append(100 * tables.pass_rate(cell)["rate"] if cell else float("nan"))
+            grid.append(line)
+        image = axes.imshow(grid, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
+        axes.set_xticks(range(len(systems)), systems, rotation=30, ha="right")
+        axes.set_yticks(range(len(families)), families)
+        for i, line in enumerate(grid):
+            for j, value in enumerate(line):
+                if value == value:
+                    axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8)
+        axes.set_title(library)
+    figure.colorbar(image, ax=all_axes[0].tolist(), label="pass rate (%)")
+    return figure
+
+
+def _sensitivity(rows):
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    for (system, library), part in _groups(rows).items():
+        label = f"{system} / {library}"
+        left.plot(SENSITIVITY_ALPHA_ACC, [100 * tables.sensitivity(part, a, DEFAULT_ALPHA_TIME)["rate"]
+                                          for a in SENSITIVITY_ALPHA_ACC], marker="o", label=label)
+        right.plot(SENSITIVITY_ALPHA_TIME, [100 * tables.sensitivity(part, DEFAULT_ALPHA_ACC, a)["rate"]
+                                            for a in SENSITIVITY_ALPHA_TIME], marker="o", label=label)
+    for axes, name, default in ((left, "alpha_acc", DEFAULT_ALPHA_ACC), (right, "alpha_time", DEFAULT_ALPHA_TIME)):
+        axes.axvline(default, color="k", linestyle=":", linewidth=1)
+        axes.set_xlabel(f"{name} (dotted: default)")
+        axes.set_ylabel("pass rate (%)")
+        axes.set_ylim(0, 100)
+    left.set_xscale("log")
+    left.legend(fontsize=8)
+    return figure
+
+
+def _scatter(rows):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(layout="constrained", figsize=(6.5, 5))
+    drawn = False
+    for (system, library), part in _groups(rows).items():
+        points = [(r["error"] / r["tau_acc"], r["t_agent"] / r["tau_time"]) for r in part
+                  if r["error"] and r["tau_acc"] and r["t_agent"] and r["tau_time"]]
+        if points:
+            axes.scatter(*zip(*points), s=10, alpha=0.6, label=f"{system} / {library}")
+            drawn = True
+    if not drawn:
+        plt.close(figure)
+        return None
+    axes.axvline(1, color="k", linewidth=1)
+    axes.axhline(1, color="k", linewidth=1)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("error / tau_acc (right of 1: F-Acc)")
+    axes.set_ylabel("t_agent / tau_time (above 1: F-Time)")
+    axes.legend(fontsize=8)
+    return figure
+
+
+def _attempts(rows):
+    import matplotlib.pyplot as plt
+
+    multi = [r for r in rows if r["attempts"] > 1]
+    if not multi:
+        return None
+    keep = {(r["system"], r["library"]) for r in multi}
+    figure, axes = plt.subplots(layout="constrained", figsize=(6, 4))
+    most = max(r["attempts"] for r in multi)
+    for (system, library), part in _groups(rows).items():
+        if (system, library) not in keep:
+            continue
+        curve = [100 * sum(1 for r in part if r["first_pass_attempt"] and r["first_pass_attempt"] <= k) / len(part)
+                 for k in range(1, most + 1)]
+        axes.plot(range(1, most + 1), curve, marker="o", label=f"{system} / {library}")
+    axes.set_xlabel("attempt")
+    axes.set_ylabel("pass rate after attempt (%)")
+    axes.set_xticks(range(1, most + 1))
+    axes.legend(fontsize=8)
+    return figure
+
+
+def _cost(rows):
+    import matplotlib.pyplot as plt
+
+    priced = [r for r in rows if r["cost_usd"] is not None]
+    if not priced:
+        return None
+    figure, axes = plt.subplots(layout="constrained", figsize=(6, 4))
+    for (system, library), part in _groups(priced).items():
+        cost = sum(r["cost_usd"] or 0.0 for r in part)
+        rate = 100 * tables.pass_rate(part)["rate"]
+        axes.scatter([cost], [rate])
+        axes.annotate(f"{system} / {library}", (cost, rate), fontsize=8)
+    axes.set_xlabel("cost of new calls ($)")
+    axes.set_ylabel("pass rate (%)")
+    return figure

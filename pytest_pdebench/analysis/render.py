@@ -1,0 +1,127 @@
+"""Writes a report folder from stored runs:
+
+    report.md      the tables (GitHub Markdown) and figures
+    report.html    the same, one self-contained page (inline SVG, no script, no network),
+                   plus every item with a link to its audit folder
+    summary.json   every table as numbers and text, the runs it read
+    cases.csv      one row per item and run (runs.ROW_FIELDS)
+    tables.tex     the tables for a paper (booktabs)
+    figures/       PNG and SVG of each figure
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import html
+import json
+from pathlib import Path
+
+from . import figures, tables
+from .runs import ROW_FIELDS, Run
+
+
+def build_tables(rows: list[dict]) -> list[tables.Table]:
+    found = [*tables.family_tables(rows), tables.stage_table(rows), *tables.sensitivity_tables(rows),
+             tables.exec_reason_table(rows), tables.cost_table(rows), *tables.attempt_tables(rows),
+             tables.template_table(rows), tables.pass_at_k_table(rows), tables.comparison_table(rows)]
+    return [table for table in found if table is not None and table.rows]
+
+
+def write_report(runs: list[Run], out: Path, with_figures: bool = True) -> dict:
+    """Write every file of the report into ``out``; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = tables.label_groups([row for run in runs for row in run.rows])
+    found = build_tables(rows)
+    drawn = figures.write_figures(rows, out / "figures") if with_figures else []
+    summary = {
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "runs": [{"path": str(run.path), "label": run.label, "machine": run.machine, "sandbox": run.sandbox,
+                  "images": run.images, "mode": run.mode, "items": len(run.rows)} for run in runs],
+        "tables": {table.key: table.to_dict() for table in found},
+        "figures": drawn,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    _write_csv(rows, out / "cases.csv")
+    (out / "tables.tex").write_text(_latex(found))
+    (out / "report.md").write_text(_markdown(summary, found, drawn))
+    (out / "report.html").write_text(_html(summary, found, drawn, rows, out))
+    return summary
+
+
+def _write_csv(rows: list[dict], path: Path) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "timed_runs": ";".join(f"{t:.6g}" for t in row["timed_runs"])})
+
+
+def _runs_lines(summary: dict) -> list[str]:
+    return [f"{run['label']}: {run['items']} items, {run['machine']}, {run['sandbox']} ({run['path']})"
+            for run in summary["runs"]]
+
+
+def _markdown(summary: dict, found: list[tables.Table], drawn: list[str]) -> str:
+    from tabulate import tabulate
+
+    parts = ["# PDEAgent-Bench report", "", f"Created {summary['created']} from stored runs:", ""]
+    parts += [f"- {line}" for line in _runs_lines(summary)] + [""]
+    for table in found:
+        parts += [f"## {table.title}", "", tabulate(table.rows, headers=table.headers, tablefmt="github",
+                                                     disable_numparse=True), ""]
+        if table.note:
+            parts += [f"_{table.note}_", ""]
+    for stem in drawn:
+        parts += [f"![{stem}](figures/{stem}.png)", ""]
+    return "\n".join(parts)
+
+
+def _latex(found: list[tables.Table]) -> str:
+    from tabulate import tabulate
+
+    parts = ["% PDEAgent-Bench report tables (booktabs)"]
+    for table in found:
+        parts += [f"% {table.title}", tabulate(table.rows, headers=table.headers, tablefmt="latex_booktabs",
+                                               disable_numparse=True), ""]
+    return "\n".join(parts)
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:75em;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}
+th{background:#eee}td.PASS{background:#e8f5e9}td.F-Exec{background:#eeeeee}td.F-Acc{background:#ffebee}
+td.F-Time{background:#fff8e1}.note{color:#555;font-style:italic}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
+
+
+def _html_table(table: tables.Table) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in table.rows)
+    note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
+    return f"<h2>{html.escape(table.title)}</h2><table><tr>{head}</tr>{body}</table>{note}"
+
+
+def _html(summary: dict, found: list[tables.Table], drawn: list[str], rows: list[dict], out: Path) -> str:
+    runs = "".join(f"<li>{html.escape(line)}</li>" for line in _runs_lines(summary))
+    figures_html = ""
+    for stem in drawn:
+        svg = (out / "figures" / f"{stem}.svg").read_text()
+        svg = svg[svg.find("<svg"):]  # inline: the XML prologue and doctype do not belong in a page
+        figures_html += f'<figure id="figure-{stem}">{svg}<figcaption>{html.escape(stem)}</figcaption></figure>'
+    items = "".join(
+        f"<tr><td>{html.escape(r['system'])}</td><td>{html.escape(r['library'])}</td><td>{html.escape(r['case_id'])}"
+        f"</td><td class=\"{html.escape(r['outcome'])}\">{html.escape(r['outcome'])}</td>"
+        f"<td>{html.escape(r['reason'][:160])}</td><td>{_link(r['artifacts'])}</td></tr>" for r in rows)
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>PDEAgent-Bench report</title>"
+            f"<style>{STYLE}</style></head><body><h1>PDEAgent-Bench report</h1>"
+            f"<p>Created {html.escape(summary['created'])} from stored runs:</p><ul>{runs}</ul>"
+            + "".join(_html_table(table) for table in found) + figures_html +
+            f"<details><summary>Every item ({len(rows)})</summary><table><tr><th>system</th><th>library</th>"
+            f"<th>case</th><th>outcome</th><th>reason</th><th>audit folder</th></tr>{items}</table></details>"
+            "</body></html>\n")
+
+
+def _link(folder: str) -> str:
+    if not folder:
+        return ""
+    path = Path(folder)
+    return f'<a href="{html.escape(path.as_uri() if path.is_absolute() else folder)}">{html.escape(path.name)}</a>'

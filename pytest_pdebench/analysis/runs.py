@@ -1,0 +1,158 @@
+"""Stored runs read back as flat rows: one per item (case x library) and run.
+
+Two formats are read, and nothing is ever run again:
+
+* a pytest-json-report file (``--json-report``): each test's ``metadata.pde`` is a
+  verdict, the top-level ``pde`` block names the machine, sandbox and images;
+* a JSON-lines verdict file (``benchmarks/results/*.json``): a header line (``rung``,
+  ``machine``, ...) then one verdict per line.
+
+A row keeps what every analysis needs (ROW_FIELDS); ``system`` names what was evaluated:
+the model (with `` (template)`` when the prompt carried the scaffold), else the
+submission folder's name, unless the command line names the run (``NAME=PATH``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_type", "outcome", "reason",
+              "exec_category", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
+              "alpha_acc", "alpha_time", "tau_min", "tau_max", "attempts", "first_pass_attempt",
+              "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "image",
+              "calibration", "artifacts", "timed_failure")
+
+# F-Exec reasons, grouped: the first category whose marker the reason contains
+EXEC_CATEGORIES = (
+    ("timeout", ("timed out",)),
+    ("memory", ("out of memory", "MemoryError", "killed")),
+    ("no code", ("no code block", "no code in", "model call failed")),
+    ("syntax", ("SyntaxError", "IndentationError", "compile error", "compilation failed", "error: expected")),
+    ("import", ("ModuleNotFoundError", "ImportError", "No module named", "cannot import")),
+    ("API", ("AttributeError", "TypeError", "has no attribute", "unexpected keyword", "got an unexpected",
+             "defines no function")),
+    ("output format", ("solution.npz", "meta.json", "shape", "NaN", "missing", "no start marker", "output")),
+)
+
+
+class ReportError(ValueError):
+    """A file that is not a stored run; the message says which and why."""
+
+
+@dataclass
+class Run:
+    """One stored run: where it came from and its rows."""
+
+    path: Path
+    label: str  # the run's name in tables (the file's stem unless named)
+    machine: str
+    sandbox: str
+    images: dict = field(default_factory=dict)
+    mode: str = "evaluation"
+    rows: list[dict] = field(default_factory=list)
+
+
+def exec_category(reason: str) -> str:
+    for category, markers in EXEC_CATEGORIES:
+        if any(marker in reason for marker in markers):
+            return category
+    return "runtime error"
+
+
+def system_of(verdict: dict) -> str:
+    llm = verdict.get("llm")
+    if llm:
+        return llm["model"] + (" (template)" if llm.get("prompt_mode") == "template" else "")
+    source = str(verdict.get("source") or "?").rstrip("/")
+    return source.rsplit("/", 1)[-1] or source
+
+
+def row_of(verdict: dict, run: Run, system: str | None) -> dict:
+    llm = verdict.get("llm") or {}
+    attempts = llm.get("attempts") or []
+    alphas = verdict.get("alphas") or {}
+    first_pass = next((a["attempt"] for a in attempts if a.get("outcome") == "PASS"), None)
+    if not attempts:
+        first_pass = 1 if verdict["outcome"] == "PASS" else None
+    math_type = verdict.get("math_type") or []
+    row = {
+        "system": system or system_of(verdict), "run": run.label, "library": verdict["library"],
+        "case_id": verdict["case_id"], "family": verdict.get("family", "?"), "domain": verdict.get("domain", ""),
+        "math_type": "+".join(math_type) if isinstance(math_type, list) else str(math_type),
+        "outcome": verdict["outcome"], "reason": verdict.get("reason", ""),
+        "exec_category": exec_category(verdict.get("reason", "")) if verdict["outcome"] == "F-Exec" else "",
+        "timed_runs": list(verdict.get("timed_runs") or []),
+        "attempts": len(attempts) or 1, "first_pass_attempt": first_pass, "attempt_history": attempts,
+        "prompt_mode": llm.get("prompt_mode", ""), "input_tokens": llm.get("input_tokens"),
+        "output_tokens": llm.get("output_tokens"), "cost_usd": llm.get("cost_usd"),
+        "machine": run.machine, "sandbox": verdict.get("sandbox") or run.sandbox,
+        "image": verdict.get("runtime_image") or "", "calibration": verdict.get("calibration") or "",
+        "artifacts": verdict.get("artifacts", ""), "timed_failure": verdict.get("timed_failure"),
+    }
+    for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time"):
+        row[key] = verdict.get(key)
+    for key in ("alpha_acc", "alpha_time", "tau_min", "tau_max"):
+        row[key] = alphas.get(key)
+    return row
+
+
+def load_run(path: Path, name: str | None = None) -> Run:
+    """Read one stored run (either format); ``name`` overrides every row's system."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        document = None
+    if isinstance(document, dict) and "tests" in document:
+        return _from_json_report(path, document, name)
+    return _from_verdict_lines(path, text, name)
+
+
+def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
+    meta = document.get("pde") or {}
+    run = Run(path, name or path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"),
+              meta.get("images") or {}, meta.get("mode", "evaluation"))
+    for test in document["tests"]:
+        verdict = (test.get("metadata") or {}).get("pde")
+        if verdict and not verdict.get("calibration_problem"):
+            run.rows.append(row_of(verdict, run, name))
+    if not run.rows:
+        raise ReportError(f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run "
+                          f"with --json-report?)")
+    return run
+
+
+def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
+    lines = [line for line in text.splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path}:{number}: neither a pytest JSON report nor JSON lines ({exc.msg})") from None
+    header = records[0] if records and "case_id" not in records[0] else {}
+    verdicts = [r for r in records if isinstance(r, dict) and "case_id" in r]
+    if not verdicts:
+        raise ReportError(f"{path}: no verdicts in it (a line with case_id, library and outcome)")
+    for number, verdict in enumerate(verdicts, 1):
+        missing = [key for key in ("library", "outcome") if key not in verdict]
+        if missing:
+            raise ReportError(f"{path}: verdict {number} ({verdict['case_id']}) has no {', '.join(missing)}")
+    run = Run(path, name or header.get("rung") or path.stem, header.get("machine", "?"), header.get("sandbox", "?"))
+    system = name or header.get("rung")
+    run.rows = [row_of(verdict, run, system) for verdict in verdicts]
+    return run
+
+
+def parse_run_argument(argument: str) -> tuple[str | None, Path]:
+    """``NAME=PATH`` or ``PATH``."""
+    name, sep, path = argument.partition("=")
+    if sep and name and not Path(argument).exists():
+        return name, Path(path)
+    return None, Path(argument)

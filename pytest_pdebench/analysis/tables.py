@@ -1,0 +1,303 @@
+"""The paper's analyses as tables of numbers (headers and rows), computed from rows of
+``runs.py`` only. Rendering (Markdown, HTML, LaTeX) is ``render.py``'s.
+
+Pass rates: each (system, library, case) may have been run more than once (repeats);
+a case counts with its share of passing runs, and Wilson intervals are over all runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter, defaultdict
+
+from ..calibration import (DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, DEFAULT_TAU_MAX, DEFAULT_TAU_MIN,
+                           SENSITIVITY_ALPHA_ACC, SENSITIVITY_ALPHA_TIME, accuracy_threshold)
+from . import stats
+
+OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
+TEMPLATE_SUFFIX = " (template)"
+
+
+class Table:
+    """A titled table: headers, rows of cells (str or number), and a note under it."""
+
+    def __init__(self, key: str, title: str, headers: list[str], rows: list[list], note: str = ""):
+        self.key, self.title, self.headers, self.rows, self.note = key, title, headers, rows, note
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "headers": self.headers, "rows": self.rows, "note": self.note}
+
+
+def label_groups(rows: list[dict]) -> list[dict]:
+    """A system run on several machines, sandboxes or images becomes one system per
+    setting: results measured under other conditions are never pooled."""
+    settings = defaultdict(set)
+    for row in rows:
+        settings[(row["system"], row["library"])].add(_setting(row))
+    for row in rows:
+        if len(settings[(row["system"], row["library"])]) > 1:
+            row["system"] = f"{row['system']} [{_setting(row)}]"
+    return rows
+
+
+def _setting(row: dict) -> str:
+    image = row["image"].removeprefix("sha256:")[:12]
+    return ", ".join(part for part in (row["machine"], row["sandbox"], image) if part)
+
+
+def grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[key] for key in keys)].append(row)
+    return dict(sorted(groups.items()))
+
+
+def pass_rate(rows: list[dict]) -> dict:
+    """Pass rate over cases (a repeated case counts with its share of passes), the
+    Wilson interval over all runs, and the counts."""
+    by_case = grouped(rows, "case_id")
+    shares = [sum(r["outcome"] == "PASS" for r in runs) / len(runs) for runs in by_case.values()]
+    passed = sum(r["outcome"] == "PASS" for r in rows)
+    low, high = stats.wilson(passed, len(rows))
+    return {"rate": sum(shares) / len(shares) if shares else 0.0, "low": low, "high": high, "passed": passed,
+            "runs": len(rows), "cases": len(by_case)}
+
+
+def _cell(result: dict) -> str:
+    return (f"{100 * result['rate']:.1f} [{100 * result['low']:.0f}, {100 * result['high']:.0f}] "
+            f"n={result['runs']}")
+
+
+def family_tables(rows: list[dict]) -> list[Table]:
+    """Tables 1 and 2: pass rate per family x system, one table per library."""
+    tables = []
+    for (library,), part in grouped(rows, "library").items():
+        systems = sorted({r["system"] for r in part})
+        body = []
+        for (family,), family_rows in grouped(part, "family").items():
+            by_system = grouped(family_rows, "system")
+            body.append([family, *(_cell(pass_rate(by_system[(s,)])) if (s,) in by_system else "-"
+                                   for s in systems)])
+        by_system = grouped(part, "system")
+        body.append(["overall", *(_cell(pass_rate(by_system[(s,)])) for s in systems)])
+        tables.append(Table(f"families_{library}", f"Pass rate by family, {library} (%, Wilson 95% interval, "
+                            f"runs)", ["family", *systems], body))
+    return tables
+
+
+def stage_table(rows: list[dict]) -> Table:
+    """Figure 4's numbers: where items stop, and the gates' conditional pass rates."""
+    body = []
+    for (system, library), part in grouped(rows, "system", "library").items():
+        counts = Counter(r["outcome"] for r in part)
+        n = len(part)
+        executed = n - counts["F-Exec"]
+        accurate = counts["PASS"] + counts["F-Time"]
+        body.append([system, library, n, *(f"{counts[o]} ({100 * counts[o] / n:.1f}%)" for o in OUTCOMES),
+                     _share(executed, n), _share(accurate, executed), _share(counts["PASS"], accurate)])
+    return Table("stages", "Stage breakdown", ["system", "library", "runs", *OUTCOMES, "executed",
+                                               "accurate given executed", "fast given accurate"], body)
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def exec_reason_table(rows: list[dict]) -> Table:
+    failed = [r for r in rows if r["outcome"] == "F-Exec"]
+    categories = sorted({r["exec_category"] for r in failed})
+    body = []
+    for (system, library), part in grouped(failed, "system", "library").items():
+        counts = Counter(r["exec_category"] for r in part)
+        body.append([system, library, len(part), *(counts[c] for c in categories)])
+    return Table("exec_reasons", "F-Exec reasons by category", ["system", "library", "F-Exec", *categories], body)
+
+
+def cost_table(rows: list[dict]) -> Table | None:
+    """Table 10: tokens and cost per system (runs with a model only)."""
+    priced = [r for r in rows if r["input_tokens"] is not None]
+    if not priced:
+        return None
+    body = []
+    for (system,), part in grouped(priced, "system").items():
+        tokens_in = sum(r["input_tokens"] or 0 for r in part)
+        tokens_out = sum(r["output_tokens"] or 0 for r in part)
+        cost = sum(r["cost_usd"] or 0.0 for r in part)
+        passes = sum(r["outcome"] == "PASS" for r in part)
+        body.append([system, len(part), f"{tokens_in:,}", f"{tokens_out:,}", f"{tokens_in / len(part):,.0f}",
+                     f"{tokens_out / len(part):,.0f}", f"{cost:.2f}", f"{cost / len(part):.4f}",
+                     f"{cost / passes:.4f}" if passes else "-"])
+    return Table("cost", "Tokens and cost", ["system", "items", "input tokens", "output tokens", "input / item",
+                                             "output / item", "cost $", "$ / item", "$ / PASS"], body,
+                 "Cost counts new model calls only; answers replayed from the cache cost nothing.")
+
+
+def attempt_tables(rows: list[dict]) -> list[Table]:
+    """Appendix L: pass rate after attempt 1..k, and how outcomes change between attempts."""
+    multi = [r for r in rows if r["attempts"] > 1]
+    if not multi:
+        return []
+    systems = {(r["system"], r["library"]) for r in multi}
+    part = [r for r in rows if (r["system"], r["library"]) in systems]
+    most = max(r["attempts"] for r in part)
+    curve, transitions = [], Counter()
+    for (system, library), group in grouped(part, "system", "library").items():
+        curve.append([system, library, len(group), *(
+            _share(sum(1 for r in group if r["first_pass_attempt"] and r["first_pass_attempt"] <= k), len(group))
+            for k in range(1, most + 1))])
+        for row in group:
+            history = [a["outcome"] for a in row["attempt_history"]]
+            for before, after in zip(history, history[1:]):
+                transitions[(system, library, before, after)] += 1
+    moves = [[s, lib, f"{a} -> {b}", n] for (s, lib, a, b), n in sorted(transitions.items())]
+    return [Table("attempts", "Pass rate after attempt k (feedback with the failure)",
+                  ["system", "library", "items", *(f"after {k}" for k in range(1, most + 1))], curve),
+            Table("attempt_transitions", "Outcome changes between consecutive attempts",
+                  ["system", "library", "change", "items"], moves)]
+
+
+def paired(rows: list[dict], first: str, second: str, library: str) -> dict | None:
+    """Two systems on the cases both ran in one library (a repeated case: its first run)."""
+    a = {r["case_id"]: r["outcome"] == "PASS" for r in reversed(rows) if r["system"] == first and r["library"] == library}
+    b = {r["case_id"]: r["outcome"] == "PASS" for r in reversed(rows) if r["system"] == second and r["library"] == library}
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    x, y = [a[c] for c in shared], [b[c] for c in shared]
+    only_first = sum(p and not q for p, q in zip(x, y))
+    only_second = sum(q and not p for p, q in zip(x, y))
+    difference, low, high = stats.paired_bootstrap(x, y)
+    return {"first": first, "second": second, "library": library, "cases": len(shared),
+            "first_rate": sum(x) / len(x), "second_rate": sum(y) / len(y), "both": sum(p and q for p, q in zip(x, y)),
+            "only_first": only_first, "only_second": only_second,
+            "neither": sum(not p and not q for p, q in zip(x, y)), "difference": difference, "low": low,
+            "high": high, "p_mcnemar": stats.mcnemar_exact(only_first, only_second),
+            "within_noise": low <= 0.0 <= high}
+
+
+def comparison_table(rows: list[dict]) -> Table | None:
+    """Every pair of systems within a library, on their shared cases."""
+    body = []
+    for (library,), part in grouped(rows, "library").items():
+        systems = sorted({r["system"] for r in part})
+        for first, second in itertools.combinations(systems, 2):
+            result = paired(part, first, second, library)
+            if result:
+                body.append(_comparison_row(result))
+    if not body:
+        return None
+    return Table("comparisons", "Paired comparisons on shared cases",
+                 ["first", "second", "library", "cases", "first %", "second %", "only first", "only second",
+                  "difference (pp) [95% bootstrap]", "McNemar p", "reading"], body,
+                 "A difference whose interval contains 0 is within noise: these cases do not rank the two.")
+
+
+def _comparison_row(result: dict) -> list:
+    reading = "within noise" if result["within_noise"] else (
+        f"{result['first'] if result['difference'] > 0 else result['second']} ahead")
+    return [result["first"], result["second"], result["library"], result["cases"],
+            f"{100 * result['first_rate']:.1f}", f"{100 * result['second_rate']:.1f}", result["only_first"],
+            result["only_second"], f"{100 * result['difference']:+.1f} [{100 * result['low']:+.1f}, "
+            f"{100 * result['high']:+.1f}]", f"{result['p_mcnemar']:.3g}", reading]
+
+
+def template_table(rows: list[dict]) -> Table | None:
+    """Appendix M: a model with the template prompt against the same model single-shot."""
+    body = []
+    for (library,), part in grouped(rows, "library").items():
+        systems = {r["system"] for r in part}
+        for system in sorted(s for s in systems if s.endswith(TEMPLATE_SUFFIX)):
+            single = system.removesuffix(TEMPLATE_SUFFIX)
+            result = paired(part, system, single, library) if single in systems else None
+            if result:
+                body.append(_comparison_row(result))
+    if not body:
+        return None
+    return Table("template", "Template prompt against single-shot, same model, paired on cases",
+                 ["template", "single-shot", "library", "cases", "template %", "single %", "only template",
+                  "only single", "difference (pp) [95% bootstrap]", "McNemar p", "reading"], body)
+
+
+def pass_at_k_table(rows: list[dict]) -> Table | None:
+    """Cases run more than once by one system: the unbiased pass@k."""
+    body = []
+    for (system, library), part in grouped(rows, "system", "library").items():
+        by_case = grouped(part, "case_id")
+        least = min(len(runs) for runs in by_case.values())
+        if least < 2:
+            continue
+        values = []
+        for k in range(1, least + 1):
+            estimates = [stats.pass_at_k(len(runs), sum(r["outcome"] == "PASS" for r in runs), k)
+                         for runs in by_case.values()]
+            values.append(f"{100 * sum(estimates) / len(estimates):.1f}")
+        body.append([system, library, len(by_case), least, *values])
+    if not body:
+        return None
+    most = max(row[3] for row in body)
+    return Table("pass_at_k", "pass@k over repeated runs (unbiased estimator)",
+                 ["system", "library", "cases", "runs per case", *(f"pass@{k}" for k in range(1, most + 1))],
+                 [row + ["-"] * (4 + most - len(row)) for row in body])
+
+
+# --- re-gating from stored numbers (Appendix E) ---
+
+def regate(row: dict, alpha_acc: float, alpha_time: float) -> str | None:
+    """The outcome under other multipliers, from the stored numbers; None when they do
+    not decide it (an item that failed the accuracy gate without being timed, or a run
+    that did not store e_base)."""
+    if row["outcome"] == "F-Exec":
+        return "F-Exec"
+    tau_acc = _tau_acc(row, alpha_acc)
+    error = row["error"]
+    if tau_acc is None or row["t_base"] is None:
+        return None
+    if error is None or not math.isfinite(error) or error > tau_acc:
+        return "F-Acc"
+    if row.get("timed_failure"):
+        return "F-Exec"
+    if row["t_agent"] is None:
+        return None
+    return "PASS" if row["t_agent"] <= alpha_time * row["t_base"] else "F-Time"
+
+
+def _tau_acc(row: dict, alpha_acc: float) -> float | None:
+    if row["e_base"] is not None:
+        tau_min = row["tau_min"] if row["tau_min"] is not None else DEFAULT_TAU_MIN
+        tau_max = row["tau_max"] if row["tau_max"] is not None else DEFAULT_TAU_MAX
+        return accuracy_threshold(row["e_base"], alpha_acc, tau_min, tau_max)
+    stored = row["alpha_acc"] if row["alpha_acc"] is not None else DEFAULT_ALPHA_ACC
+    return row["tau_acc"] if alpha_acc == stored else None  # an older run: only its own threshold is known
+
+
+def sensitivity(rows: list[dict], alpha_acc: float, alpha_time: float) -> dict:
+    outcomes = [regate(row, alpha_acc, alpha_time) for row in rows]
+    passed = sum(o == "PASS" for o in outcomes)
+    unknown = sum(o is None for o in outcomes)
+    return {"passed": passed, "unknown": unknown, "runs": len(rows), "rate": passed / len(rows) if rows else 0.0}
+
+
+def sensitivity_tables(rows: list[dict]) -> list[Table]:
+    """Pass rate on the paper's grids: alpha_acc varied at alpha_time = 3, and alpha_time at
+    alpha_acc = 10. A cell with items the stored numbers cannot decide shows its lower bound."""
+    tables = []
+    for key, name, grid, fixed in (("alpha_acc", "alpha_acc", SENSITIVITY_ALPHA_ACC, DEFAULT_ALPHA_TIME),
+                                   ("alpha_time", "alpha_time", SENSITIVITY_ALPHA_TIME, DEFAULT_ALPHA_ACC)):
+        body = []
+        for (system, library), part in grouped(rows, "system", "library").items():
+            cells = []
+            for value in grid:
+                alphas = (value, fixed) if key == "alpha_acc" else (fixed, value)
+                result = sensitivity(part, *alphas)
+                cell = ("-" if result["unknown"] == result["runs"] else
+                        f"{'>= ' if result['unknown'] else ''}{100 * result['rate']:.1f}")
+                cells.append(cell)
+            body.append([system, library, len(part), *cells])
+        default = DEFAULT_ALPHA_ACC if key == "alpha_acc" else DEFAULT_ALPHA_TIME
+        headers = [f"{name}={value:g}" + (" (default)" if value == default else "") for value in grid]
+        tables.append(Table(f"sensitivity_{key}", f"Pass rate (%) against {name}",
+                            ["system", "library", "runs", *headers], body,
+                            "'>=': the stored numbers do not decide some items (failed the accuracy gate untimed, or "
+                            "a run that stored no e_base): counted as failing; '-': none decided."))
+    return tables

@@ -1,0 +1,231 @@
+"""`pdebench report` on small stored runs whose numbers can be checked by hand: counts,
+intervals, p-values, re-gating, and every output file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_pdebench.analysis import stats, tables
+from pytest_pdebench.analysis.render import write_report
+from pytest_pdebench.analysis.runs import ReportError, exec_category, load_run
+
+ALPHAS = {"alpha_acc": 10.0, "alpha_time": 3.0, "tau_min": 1e-6, "tau_max": 8e-3}
+
+
+def verdict(case_id, outcome, family="poisson", library="dolfinx", error=1e-4, t_agent=1.0, reason="", llm=None,
+            source="submissions/plain", **extra):
+    """A stored verdict with e_base 1e-4 (tau_acc 1e-3) and t_base 1 s (tau_time 3 s)."""
+    return {"case_id": case_id, "library": library, "family": family, "math_type": ["elliptic"], "domain": "unit_square",
+            "source": source, "outcome": outcome, "reason": reason, "error": error, "e_base": 1e-4, "tau_acc": 1e-3,
+            "t_agent": t_agent, "t_base": 1.0, "tau_time": 3.0, "timed_runs": [t_agent] if t_agent else [],
+            "alphas": ALPHAS, "artifacts": f"/tmp/out/{library}/{case_id}", "llm": llm, **extra}
+
+
+def json_report(path, verdicts, machine="m-2cpu", sandbox="bubblewrap"):
+    tests = [{"nodeid": f"cases.jsonl::{v['case_id']} [{v['library']}]", "outcome": "passed",
+              "metadata": {"pde": v}} for v in verdicts]
+    path.write_text(json.dumps({"tests": tests, "pde": {"machine": machine, "sandbox": sandbox, "mode": "evaluation"}}))
+    return path
+
+
+def llm(model, outcomes, prompt_mode="single", tokens=(1000, 500), cost=0.01):
+    attempts = [{"attempt": i + 1, "outcome": o} for i, o in enumerate(outcomes)]
+    return {"model": model, "prompt_mode": prompt_mode, "attempts": attempts, "input_tokens": tokens[0],
+            "output_tokens": tokens[1], "cost_usd": cost}
+
+
+# --- the statistics, against values worked out by hand ---
+
+def test_wilson_interval():
+    low, high = stats.wilson(8, 10)  # p = 0.8, z = 1.96: (0.490, 0.943)
+    assert (round(low, 3), round(high, 3)) == (0.490, 0.943)
+    assert stats.wilson(0, 10) == (0.0, pytest.approx(0.2775, abs=1e-4))
+    assert stats.wilson(0, 0) == (0.0, 1.0)
+
+
+def test_mcnemar_exact_p_value():
+    # 1 vs 6 discordant pairs: 2 * (C(7,0) + C(7,1)) / 2^7 = 16 / 128
+    assert stats.mcnemar_exact(1, 6) == pytest.approx(0.125)
+    assert stats.mcnemar_exact(3, 3) == 1.0
+    assert stats.mcnemar_exact(0, 0) == 1.0
+    assert stats.mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+
+
+def test_pass_at_k_unbiased_estimator():
+    assert stats.pass_at_k(5, 2, 1) == pytest.approx(0.4)
+    assert stats.pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)  # 1 - C(3,2)/C(5,2)
+    assert stats.pass_at_k(3, 1, 3) == 1.0
+    with pytest.raises(ValueError):
+        stats.pass_at_k(2, 1, 3)
+
+
+def test_paired_bootstrap_interval():
+    same = [True, False, True]
+    assert stats.paired_bootstrap(same, same) == (0.0, 0.0, 0.0)
+    difference, low, high = stats.paired_bootstrap([True] * 20, [False] * 20)
+    assert difference == low == high == 1.0
+    difference, low, high = stats.paired_bootstrap([True, True, False, True], [False, True, False, False])
+    assert difference == 0.5 and low <= 0.5 <= high and low >= 0.0
+
+
+# --- tables from a fixture run ---
+
+@pytest.fixture
+def two_systems(tmp_path):
+    """System 'plain': 3 poisson (PASS, F-Acc, F-Exec import) + 1 heat PASS; system 'tuned':
+    the same 4 cases, all PASS but heat F-Time."""
+    plain = [verdict("p1", "PASS"), verdict("p2", "F-Acc", error=5e-3, t_agent=None),
+             verdict("p3", "F-Exec", error=None, t_agent=None, reason="ModuleNotFoundError: No module named 'fenics'"),
+             verdict("h1", "PASS", family="heat")]
+    tuned = [verdict(v["case_id"], "PASS", family=v["family"], source="submissions/tuned") for v in plain[:3]]
+    tuned.append(verdict("h1", "F-Time", family="heat", t_agent=4.0, source="submissions/tuned"))
+    return [load_run(json_report(tmp_path / "plain.json", plain)), load_run(json_report(tmp_path / "tuned.json", tuned))]
+
+
+def test_family_table_counts_and_wilson(two_systems):
+    rows = [row for run in two_systems for row in run.rows]
+    (table,) = tables.family_tables(rows)
+    assert table.headers == ["family", "plain", "tuned"]
+    poisson = next(row for row in table.rows if row[0] == "poisson")
+    low, high = stats.wilson(1, 3)
+    assert poisson[1] == f"33.3 [{100 * low:.0f}, {100 * high:.0f}] n=3"
+    assert poisson[2].startswith("100.0 ")
+    assert table.rows[-1][0] == "overall" and table.rows[-1][1].startswith("50.0 ")
+
+
+def test_stage_breakdown_and_conditional_rates(two_systems):
+    rows = [row for run in two_systems for row in run.rows]
+    table = tables.stage_table(rows)
+    plain = next(row for row in table.rows if row[0] == "plain")
+    # 4 runs: 2 PASS, 1 F-Exec, 1 F-Acc; executed 3/4, accurate given executed 2/3, fast given accurate 2/2
+    assert plain[2:7] == [4, "2 (50.0%)", "1 (25.0%)", "1 (25.0%)", "0 (0.0%)"]
+    assert plain[7:] == ["75.0%", "66.7%", "100.0%"]
+
+
+def test_exec_reasons_are_grouped():
+    assert exec_category("ModuleNotFoundError: No module named 'fenics'") == "import"
+    assert exec_category("AttributeError: module 'dolfinx.fem' has no attribute 'FunctionSpace'") == "API"
+    assert exec_category("SyntaxError: invalid syntax (solver.py, line 3)") == "syntax"
+    assert exec_category("timed out after 300.0 s (killed)") == "timeout"
+    assert exec_category("killed (out of memory?)") == "memory"
+    assert exec_category("solution.npz: u has shape (19, 20), expected (20, 20)") == "output format"
+    assert exec_category("RuntimeError: Newton solver did not converge") == "runtime error"
+
+
+def test_paired_comparison_counts_and_mcnemar(two_systems):
+    rows = [row for run in two_systems for row in run.rows]
+    result = tables.paired(rows, "tuned", "plain", "dolfinx")
+    # tuned passes p2, p3 where plain fails; plain passes h1 where tuned fails
+    assert (result["cases"], result["both"], result["only_first"], result["only_second"]) == (4, 1, 2, 1)
+    assert result["difference"] == pytest.approx(0.25)
+    assert result["p_mcnemar"] == pytest.approx(1.0)  # 2 vs 1: 2 * (1 + 3) / 8 > 1, capped
+    assert result["within_noise"]
+    table = tables.comparison_table(rows)
+    assert table.rows[0][-1] == "within noise"
+
+
+def test_regate_from_stored_numbers():
+    row_of = lambda v: load_row(v)  # noqa: E731
+    near = row_of(verdict("a", "F-Acc", error=3e-3, t_agent=1.0))
+    assert tables.regate(near, 10, 3) == "F-Acc"
+    assert tables.regate(near, 50, 3) == "PASS"  # tau_acc 5e-3
+    assert tables.regate(near, 100, 3) == "PASS"  # 1e-2 capped at tau_max 8e-3
+    slow = row_of(verdict("b", "F-Time", t_agent=4.0))
+    assert [tables.regate(slow, 10, a) for a in (1, 3, 5)] == ["F-Time", "F-Time", "PASS"]
+    untimed = row_of(verdict("c", "F-Acc", error=3e-3, t_agent=None))
+    assert tables.regate(untimed, 50, 3) is None  # accurate then, but never timed
+    assert tables.regate(row_of(verdict("d", "F-Exec", error=None, t_agent=None)), 100, 5) == "F-Exec"
+
+
+def load_row(verdict_dict):
+    from pytest_pdebench.analysis.runs import Run, row_of
+
+    return row_of(verdict_dict, Run(path=None, label="x", machine="m", sandbox="bubblewrap"), None)
+
+
+def test_sensitivity_cells_mark_undecided_items(tmp_path):
+    run = load_run(json_report(tmp_path / "r.json", [
+        verdict("a", "PASS"), verdict("b", "F-Acc", error=3e-3, t_agent=None), verdict("c", "F-Time", t_agent=4.0)]))
+    by_acc, by_time = tables.sensitivity_tables(run.rows)
+    cells = by_acc.rows[0][3:]
+    assert by_acc.headers[5] == "alpha_acc=10 (default)"
+    assert cells[2] == "33.3"  # the default: exactly the stored outcomes
+    assert cells[3] == ">= 33.3"  # alpha_acc 50: b would be accurate, but was not timed
+    assert by_time.rows[0][3:] == ["33.3", "33.3", "33.3", "66.7"]  # c passes at alpha_time 5
+
+
+def test_attempts_template_cost_and_pass_at_k(tmp_path):
+    single = [verdict("p1", "PASS", llm=llm("m1", ["F-Exec", "PASS"])),
+              verdict("p2", "F-Acc", error=5e-3, t_agent=None, llm=llm("m1", ["F-Exec", "F-Acc"])),
+              verdict("p3", "PASS", llm=llm("m1", ["PASS"]))]
+    template = [verdict(c, "PASS", llm=llm("m1", ["PASS"], prompt_mode="template", cost=0.02))
+                for c in ("p1", "p2", "p3")]
+    again = [verdict("p1", "F-Acc", error=5e-3, t_agent=None, llm=llm("m1", ["F-Acc", "F-Acc"])),
+             verdict("p2", "F-Acc", error=5e-3, t_agent=None, llm=llm("m1", ["F-Acc", "F-Acc"])),
+             verdict("p3", "PASS", llm=llm("m1", ["PASS"]))]
+    runs = [load_run(json_report(tmp_path / f"{name}.json", v)) for name, v in
+            (("single", single), ("template", template), ("again", again))]
+    rows = tables.label_groups([row for run in runs for row in run.rows])
+    curve, moves = tables.attempt_tables(rows)
+    m1 = next(row for row in curve.rows if row[0] == "m1")
+    assert m1[2:] == [6, "33.3%", "50.0%"]  # 6 runs of m1: p3 twice at attempt 1 (2/6), p1 once at 2 (3/6)
+    assert ["m1", "dolfinx", "F-Exec -> PASS", 1] in moves.rows
+    (paired,) = tables.template_table(rows).rows
+    assert paired[:4] == ["m1 (template)", "m1", "dolfinx", 3]
+    cost = {row[0]: row for row in tables.cost_table(rows).rows}
+    assert cost["m1 (template)"][6] == "0.06" and cost["m1 (template)"][8] == "0.0200"
+    (at_k,) = tables.pass_at_k_table(rows).rows
+    # m1 ran each case twice: p1 1/2, p2 0/2, p3 2/2 -> pass@1 = 1/2, pass@2 = (1 + 0 + 1) / 3
+    assert at_k[:4] == ["m1", "dolfinx", 3, 2] and at_k[4:] == ["50.0", "66.7"]
+
+
+def test_runs_on_two_machines_are_not_pooled(tmp_path):
+    runs = [load_run(json_report(tmp_path / "a.json", [verdict("p1", "PASS")], machine="fast-8cpu")),
+            load_run(json_report(tmp_path / "b.json", [verdict("p1", "F-Time", t_agent=9.0)], machine="slow-2cpu"))]
+    rows = tables.label_groups([row for run in runs for row in run.rows])
+    assert sorted({row["system"] for row in rows}) == ["plain [fast-8cpu, bubblewrap]", "plain [slow-2cpu, bubblewrap]"]
+
+
+def test_bad_input_says_what_and_where(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tests": []}')
+    with pytest.raises(ReportError, match="bad.json: a pytest JSON report with no PDEAgent-Bench verdicts"):
+        load_run(bad)
+    bad.write_text('{"case_id": "x", "library": "dolfinx", "outcome": "PASS"}\nnot json\n')
+    with pytest.raises(ReportError, match=r"bad.json:2: neither a pytest JSON report nor JSON lines"):
+        load_run(bad)
+    with pytest.raises(ReportError, match="cannot read it"):
+        load_run(tmp_path / "absent.json")
+
+
+def test_report_folder_from_the_command_line(two_systems, tmp_path):
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "report", f"PLAIN={two_systems[0].path}",
+                           str(two_systems[1].path), "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.html", "summary.json", "cases.csv", "tables.tex",
+                                               "figures"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tables"]["families_dolfinx"]["headers"] == ["family", "PLAIN", "tuned"]
+    assert set(summary["figures"]) == {"stages", "families", "sensitivity", "gates_scatter"}
+    assert all((out / "figures" / f"{stem}.{suffix}").stat().st_size > 1000 for stem in summary["figures"]
+               for suffix in ("png", "svg"))
+    with (out / "cases.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == 8
+    assert "| poisson " in (out / "report.md").read_text()
+    assert "\\toprule" in (out / "tables.tex").read_text()
+    page = (out / "report.html").read_text()
+    assert page.count("<svg") == 4 and 'href="file:///tmp/out/dolfinx/p1"' in page
+    missing = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "report", str(tmp_path / "nope.json")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "nope.json: cannot read it" in missing.stderr
+
+
+def test_write_report_without_figures(two_systems, tmp_path):
+    summary = write_report(two_systems, tmp_path / "r", with_figures=False)
+    assert summary["figures"] == [] and "stages" in summary["tables"]
