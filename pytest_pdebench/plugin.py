@@ -3,6 +3,8 @@ each concern lives in its own module (see the README's design section)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from . import items
@@ -36,6 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-image", action="append", default=[], metavar="TRACK=IMAGE",
                     help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")
+    group.addoption("--pde-report", metavar="DIR", help="write the tables and figures of this run into DIR at the end "
+                    "(as `pdebench report` does from a stored run)")
     group.addoption("--pde-resume", action="store_true", help="reuse verdicts of items whose inputs did not change")
     group.addoption("--pde-calibrate", action="store_true", help="measure baselines (default source: the oracle) "
                     "and write calibrations/<library>/<machine>.json")
@@ -160,6 +164,11 @@ class _Recorder:
             terminalreporter.write_line(usage)
         for library, path in self.calibrations.items():
             terminalreporter.write_line(f"calibration for {library} written to {path}")
+        if config.getoption("pde_report"):
+            from .analysis.render import report_of_session
+
+            terminalreporter.write_line(report_of_session(self.run.verdicts, self.run.session_metadata(),
+                                                          Path(config.getoption("pde_report"))))
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
 
 

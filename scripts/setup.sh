@@ -5,6 +5,7 @@
 # flags and a precompiled header, ~1 minute once). PDEBENCH_SKIP_DEALII=1 leaves deal.II out.
 # podman, runc and debootstrap (apt) serve --pde-sandbox=docker; PDEBENCH_SKIP_CONTAINERS=1
 # leaves them out, and a machine without apt simply goes without (bubblewrap is the default).
+# chromium (apt) opens the report page in a test; PDEBENCH_SKIP_BROWSER=1 leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${PDEBENCH_VENV:-.venv}
@@ -77,9 +78,22 @@ install_container_engine() {
         || say "apt-get could not install podman runc debootstrap: --pde-sandbox=docker will be unavailable"
 }
 
+install_browser() {
+    # optional: the report page's test opens it in a real headless browser, and skips without one
+    [ "${PDEBENCH_SKIP_BROWSER:-0}" = 1 ] && return 0
+    command -v chromium >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || { say "no apt-get: the report page's browser test will skip"; return 0; }
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    say "installing chromium from apt (opens the report page in a test; about a minute)"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+        || say "apt-get could not install chromium: the report page's browser test will skip"
+}
+
 install_bubblewrap
 install_dealii
 install_container_engine
+install_browser
 
 if ! is_python312 "$VENV/bin/python"; then
     PY312=$(find_python312) || die "Python 3.12 not found (DOLFINx 0.11 wheels need it). Install it (e.g. \

@@ -68,7 +68,7 @@ def gate_run(request, tmp_path_factory):
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", f"--pde-library={library}",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
          f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
-         "--json-report", f"--json-report-file={report}", "-rA", *extra],
+         "--json-report", f"--json-report-file={report}", f"--pde-report={root / 'tables'}", "-rA", *extra],
         cwd=root, capture_output=True, text=True, timeout=600)
     return outcomes_from_report(report), done.stdout, root, done.returncode
 
@@ -121,6 +121,18 @@ def test_summary_table_and_exit_code(gate_run):
     table_line = next(line for line in stdout.splitlines() if line.startswith("poisson"))
     assert table_line.split()[1:5] == ["1", "5", "2", "1"]
     assert "11.1%" in table_line
+
+
+def test_the_run_writes_its_report(gate_run):
+    from pytest_pdebench.analysis.runs import load_run
+
+    outcomes, stdout, root, _ = gate_run
+    assert f"report: {root / 'tables' / 'report.html'}" in stdout
+    summary = json.loads((root / "tables" / "summary.json").read_text())
+    stages = summary["tables"]["stages"]["rows"][0]
+    assert stages[2:7] == [9, "1 (11.1%)", "5 (55.6%)", "2 (22.2%)", "1 (11.1%)"]
+    again = load_run(root / "tables" / "run.json")  # the run as `pdebench report` reads it later
+    assert {row["case_id"]: row["outcome"] for row in again.rows} == {k: v["outcome"] for k, v in outcomes.items()}
 
 
 def test_resume_reuses_finished_verdicts(gate_run):

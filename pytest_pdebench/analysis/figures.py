@@ -75,7 +75,8 @@ def _families(rows):
         for i, line in enumerate(grid):
             for j, value in enumerate(line):
                 if value == value:
-                    axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8)
+                    axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8,
+                              color="white" if value < 15 or value > 85 else "black")  # legible on dark cells
         axes.set_title(library)
     figure.colorbar(image, ax=all_axes[0].tolist(), label="pass rate (%)")
     return figure

@@ -49,6 +49,16 @@ def write_report(runs: list[Run], out: Path, with_figures: bool = True) -> dict:
     return summary
 
 
+def report_of_session(verdicts: list[dict], meta: dict, out: Path) -> str:
+    """``--pde-report``: the report of the run that just ended; one line saying where."""
+    from .runs import run_from_verdicts
+
+    run = run_from_verdicts(verdicts, meta, out / "run.json")
+    summary = write_report([run], out)
+    return (f"report: {out / 'report.html'} ({len(summary['tables'])} tables, {len(summary['figures'])} figures; "
+            f"{out / 'run.json'} is the run, for `pdebench report` beside others)")
+
+
 def _write_csv(rows: list[dict], path: Path) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS, extrasaction="ignore")
@@ -58,8 +68,11 @@ def _write_csv(rows: list[dict], path: Path) -> None:
 
 
 def _runs_lines(summary: dict) -> list[str]:
-    return [f"{run['label']}: {run['items']} items, {run['machine']}, {run['sandbox']} ({run['path']})"
-            for run in summary["runs"]]
+    lines = []
+    for run in summary["runs"]:
+        where = ", ".join(part for part in (run["machine"], run["sandbox"]) if part and part != "?")
+        lines.append(f"{run['label']}: {run['items']} items, {where or 'machine not recorded'} ({run['path']})")
+    return lines
 
 
 def _markdown(summary: dict, found: list[tables.Table], drawn: list[str]) -> str:

@@ -144,9 +144,22 @@ def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
         missing = [key for key in ("library", "outcome") if key not in verdict]
         if missing:
             raise ReportError(f"{path}: verdict {number} ({verdict['case_id']}) has no {', '.join(missing)}")
-    run = Run(path, name or header.get("rung") or path.stem, header.get("machine", "?"), header.get("sandbox", "?"))
+    run = Run(path, name or header.get("rung") or path.stem, header.get("machine", "?"), header.get("sandbox", "?"),
+              header.get("images") or {}, header.get("mode") or "evaluation")
     system = name or header.get("rung")
     run.rows = [row_of(verdict, run, system) for verdict in verdicts]
+    return run
+
+
+def run_from_verdicts(verdicts: list[dict], meta: dict, path: Path) -> Run:
+    """The run that just ended (``--pde-report``); also written to ``path`` as JSON lines
+    (a header, then the verdicts) so that `pdebench report` can read it again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {key: meta.get(key) for key in ("machine", "sandbox", "source", "mode", "runs", "images")}
+    path.write_text("".join(json.dumps(line, default=str) + "\n" for line in [header, *verdicts]))
+    run = Run(path, path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"), meta.get("images") or {},
+              meta.get("mode", "evaluation"))
+    run.rows = [row_of(verdict, run, None) for verdict in verdicts if not verdict.get("calibration_problem")]
     return run
 
 
