@@ -182,6 +182,9 @@ def test_attempts_template_cost_and_pass_at_k(tmp_path):
     (at_k,) = tables.pass_at_k_table(rows).rows
     # m1 ran each case twice: p1 1/2, p2 0/2, p3 2/2 -> pass@1 = 1/2, pass@2 = (1 + 0 + 1) / 3
     assert at_k[:4] == ["m1", "dolfinx", 3, 2] and at_k[4:] == ["50.0", "66.7"]
+    summary = write_report(runs, tmp_path / "report")
+    assert {"attempts", "attempt_transitions", "template", "cost", "pass_at_k"} <= set(summary["tables"])
+    assert {"attempts", "cost"} <= set(summary["figures"])
 
 
 def test_runs_on_two_machines_are_not_pooled(tmp_path):
@@ -189,6 +192,14 @@ def test_runs_on_two_machines_are_not_pooled(tmp_path):
             load_run(json_report(tmp_path / "b.json", [verdict("p1", "F-Time", t_agent=9.0)], machine="slow-2cpu"))]
     rows = tables.label_groups([row for run in runs for row in run.rows])
     assert sorted({row["system"] for row in rows}) == ["plain [fast-8cpu, bubblewrap]", "plain [slow-2cpu, bubblewrap]"]
+
+
+def test_runs_against_two_calibrations_are_not_pooled(tmp_path):
+    a = verdict("p1", "PASS", calibration="calibrations/dolfinx/m-2cpu.json")
+    b = verdict("p1", "PASS", calibration="calibrations/dolfinx/m-2cpu+docker-4d7eb552c5cf.json")
+    rows = tables.label_groups([row for run in (load_run(json_report(tmp_path / "a.json", [a])),
+                                                load_run(json_report(tmp_path / "b.json", [b]))) for row in run.rows])
+    assert len({row["system"] for row in rows}) == 2
 
 
 def test_bad_input_says_what_and_where(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 from collections import Counter, defaultdict
 
 from ..calibration import (DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, DEFAULT_TAU_MAX, DEFAULT_TAU_MIN,
@@ -30,8 +31,8 @@ class Table:
 
 
 def label_groups(rows: list[dict]) -> list[dict]:
-    """A system run on several machines, sandboxes or images becomes one system per
-    setting: results measured under other conditions are never pooled."""
+    """A system run on several machines, sandboxes, images or calibrations becomes one
+    system per setting: results measured under other conditions are never pooled."""
     settings = defaultdict(set)
     for row in rows:
         settings[(row["system"], row["library"])].add(_setting(row))
@@ -43,7 +44,8 @@ def label_groups(rows: list[dict]) -> list[dict]:
 
 def _setting(row: dict) -> str:
     image = row["image"].removeprefix("sha256:")[:12]
-    return ", ".join(part for part in (row["machine"], row["sandbox"], image) if part)
+    calibration = Path(row["calibration"]).name if row["calibration"].endswith(".json") else row["calibration"]
+    return ", ".join(part for part in (row["machine"], row["sandbox"], image, calibration) if part and part != "?")
 
 
 def grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
