@@ -73,12 +73,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS):
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
-    from .session import PdeRun, PdeBenchWarning, pin_worker
+    from .session import PdeRun, PdeBenchWarning, pin_worker, terminate_as_interrupt
 
     run = PdeRun.from_config(config)
     if run is None:
         return
     pin_worker(config)
+    terminate_as_interrupt()
     config.stash[items.PDE_RUN] = run
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(run.cases_path)]  # a source option alone means: the cases

@@ -71,6 +71,19 @@ def workers(config: pytest.Config) -> int:
     return count if isinstance(count, int) and count > 0 else 1
 
 
+def terminate_as_interrupt() -> None:
+    """SIGTERM (Slurm at the time limit, `timeout`, `kill`) ends a run as Ctrl-C does:
+    finished verdicts and the JSON report kept, the running solver killed, no container
+    left. Only where nobody else has claimed the signal."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def pin_worker(config: pytest.Config) -> None:
     """One core per xdist worker (when there are enough): a baseline and an evaluation
     then time each solve on a core of its own, whatever else the other workers do."""

@@ -29,7 +29,9 @@ def _running(marker: str) -> bool:
     return False
 
 
-def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
+def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
+    """A run of a quick and a slow solver, sent ``signum`` (only its main process) once the
+    slow one runs; returns the command, the solvers folder and the run's output."""
     marker = f"pdebench-slow-{uuid.uuid4().hex}"
     solvers = tmp_path / "solvers" / "dolfinx"
     solvers.mkdir(parents=True)
@@ -47,21 +49,37 @@ def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
                "--json-report", f"--json-report-file={report}"]
     # SIGINT back to its default in the child: a test run started as a background job
     # (`cmd &` in a script) inherits SIGINT ignored, and Python then never sees Ctrl-C
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(command + list(extra), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not _running(marker) and time.time() < deadline:
         time.sleep(0.1)
     assert _running(marker), "the slow solver never started"
-    process.send_signal(signal.SIGINT)
+    if "-n" in extra:  # the quick item runs on the other worker: let its verdict land first
+        while not (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").exists() and time.time() < deadline:
+            time.sleep(0.1)
+    process.send_signal(signum)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
-    time.sleep(0.5)
+    deadline = time.time() + 10
+    while _running(marker) and time.time() < deadline:
+        time.sleep(0.2)
     assert not _running(marker), "the interrupted solver is still running"
     verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
     assert verdict["outcome"] == "PASS"
     tests = json.loads(report.read_text())["tests"]
     assert [t["metadata"]["pde"]["case_id"] for t in tests if "metadata" in t] == ["quick"]
+    return command, solvers, output
+
+
+def test_sigterm_to_a_parallel_run_ends_it_like_ctrl_c(tmp_path):
+    """Slurm at the time limit, `timeout` and `kill` send SIGTERM to the main process only:
+    the workers and their solvers must go too, and finished work stays."""
+    _interrupted_run(tmp_path, signal.SIGTERM, "-n", "2")
+
+
+def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
+    command, solvers, _ = _interrupted_run(tmp_path, signal.SIGINT)
 
     # resume: the finished item is reused, not run again
     (solvers / "slow.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n"
