@@ -115,6 +115,10 @@ def test_exec_reasons_are_grouped():
     assert exec_category("killed (out of memory?)") == "memory"
     assert exec_category("solution.npz: u has shape (19, 20), expected (20, 20)") == "output format"
     assert exec_category("RuntimeError: Newton solver did not converge") == "runtime error"
+    assert exec_category("compile error: solver.cpp:12:5: error: expected ';' before '}' token") == "syntax"
+    assert exec_category("compile error: solver.cpp:3:10: fatal error: deal.II/foo.h: No such file") == "import"
+    assert exec_category("compile error: solver.cpp:40:9: error: 'class dealii::Vector<double>' has no member "
+                         "named 'sadd_all'") == "API"
 
 
 def test_paired_comparison_counts_and_mcnemar(two_systems):

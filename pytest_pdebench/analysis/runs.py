@@ -24,15 +24,17 @@ ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_t
               "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "image",
               "calibration", "artifacts", "timed_failure")
 
-# F-Exec reasons, grouped: the first category whose marker the reason contains
+# F-Exec reasons, grouped: the first category whose marker the reason contains (C++
+# compiler messages included: a missing header is an import, an unknown member an API error)
 EXEC_CATEGORIES = (
     ("timeout", ("timed out",)),
     ("memory", ("out of memory", "MemoryError", "killed")),
     ("no code", ("no code block", "no code in", "model call failed")),
-    ("syntax", ("SyntaxError", "IndentationError", "compile error", "compilation failed", "error: expected")),
-    ("import", ("ModuleNotFoundError", "ImportError", "No module named", "cannot import")),
+    ("import", ("ModuleNotFoundError", "ImportError", "No module named", "cannot import", "fatal error:")),
     ("API", ("AttributeError", "TypeError", "has no attribute", "unexpected keyword", "got an unexpected",
-             "defines no function")),
+             "defines no function", "has no member named", "is not a member of", "was not declared",
+             "no matching function")),
+    ("syntax", ("SyntaxError", "IndentationError", "compile error", "compilation failed")),
     ("output format", ("solution.npz", "meta.json", "shape", "NaN", "missing", "no start marker", "output")),
 )
 
