@@ -18,7 +18,7 @@ import pytest
 from conftest import (NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
                       run_track, write_calibration, write_jsonl)
 from pytest_pdebench.sandbox import Limits, RunRequest
-from pytest_pdebench.sandbox.docker_backend import LABEL, DockerBackend
+from pytest_pdebench.sandbox.docker_backend import LABEL, DockerBackend, labelled_containers
 
 # one case per family the track supports (calibration mode: a baseline is measured, so
 # nothing depends on a calibration of this image)
@@ -32,8 +32,8 @@ DEALII_CASES = ["poisson_graded_kappa_l_shape_050", "heat_short_unit_square_robi
                 "poisson_contrast_kappa_dumbbell_048"]
 
 
-def pdebench_containers(engine) -> list:
-    return engine.containers.list(all=True, filters={"label": LABEL})
+def pdebench_containers(engine) -> list[dict]:
+    return labelled_containers(engine)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_a_run_sweeps_the_containers_of_dead_runs(engine, dolfinx_image):
     dead.wait()
     leftover = engine.containers.create(dolfinx_image, ["true"], labels={LABEL: str(dead.pid)}, network_mode="none")
     assert DockerBackend(engine).sweep() >= 1
-    assert leftover.id not in {c.id for c in pdebench_containers(engine)}
+    assert leftover.id not in {c["Id"] for c in pdebench_containers(engine)}
 
 
 def test_a_missing_image_is_a_sandbox_error_that_says_what_to_do(engine, tmp_path):
@@ -140,7 +140,7 @@ def test_ctrl_c_leaves_no_container_and_keeps_finished_work(engine, dolfinx_imag
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 180
-    while not any("slow" in c.labels.get("org.pdebench.item", "") and c.status == "running"
+    while not any("slow" in c["Labels"].get("org.pdebench.item", "") and c["State"] == "running"
                   for c in pdebench_containers(engine)) and time.time() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)

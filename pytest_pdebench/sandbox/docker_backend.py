@@ -311,13 +311,23 @@ class DockerBackend(Backend):
     def sweep(self) -> int:
         """Remove the containers of earlier runs whose process is gone; how many."""
         removed = 0
-        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
-            owner = container.labels.get(LABEL, "")
+        for summary in labelled_containers(self.client):
+            owner = (summary.get("Labels") or {}).get(LABEL, "")
             if owner.isdigit() and int(owner) != os.getpid() and _alive(int(owner)):
                 continue  # a concurrent run (an xdist worker) still owns it
-            self._remove(container)
+            try:
+                self.client.api.remove_container(summary["Id"], force=True)
+            except Exception:
+                pass  # removed by its own run meanwhile
             removed += 1
         return removed
+
+
+def labelled_containers(client) -> list[dict]:
+    """Summaries (Id, Labels, State) of every container this backend created, in one
+    request: the SDK's ``containers.list`` inspects each one afterwards, and podman answers
+    500 for a container its run removed in between."""
+    return client.api.containers(all=True, filters={"label": LABEL})
 
 
 def _alive(pid: int) -> bool:
