@@ -71,7 +71,8 @@ def _runs_lines(summary: dict) -> list[str]:
     lines = []
     for run in summary["runs"]:
         where = ", ".join(part for part in (run["machine"], run["sandbox"]) if part and part != "?")
-        lines.append(f"{run['label']}: {run['items']} items, {where or 'machine not recorded'} ({run['path']})")
+        mode = "" if run["mode"] in ("evaluation", "runs") else f", a {run['mode']} run (its own baselines: all PASS)"
+        lines.append(f"{run['label']}: {run['items']} items, {where or 'machine not recorded'}{mode} ({run['path']})")
     return lines
 
 
