@@ -138,8 +138,7 @@ def _attempts(rows):
     for (system, library), part in _groups(rows).items():
         if (system, library) not in keep:
             continue
-        curve = [100 * sum(1 for r in part if r["first_pass_attempt"] and r["first_pass_attempt"] <= k) / len(part)
-                 for k in range(1, most + 1)]
+        curve = [100 * share for share in tables.passed_by_attempt(part, most)]
         axes.plot(range(1, most + 1), curve, marker="o", label=f"{system} / {library}")
     axes.set_xlabel("attempt")
     axes.set_ylabel("pass rate after attempt (%)")
@@ -156,7 +155,7 @@ def _cost(rows):
         return None
     figure, axes = plt.subplots(layout="constrained", figsize=(6, 4))
     for (system, library), part in _groups(priced).items():
-        cost = sum(r["cost_usd"] or 0.0 for r in part)
+        cost = tables.total_cost(part)
         rate = 100 * tables.pass_rate(part)["rate"]
         axes.scatter([cost], [rate])
         axes.annotate(f"{system} / {library}", (cost, rate), fontsize=8)

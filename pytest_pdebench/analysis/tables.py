@@ -125,7 +125,7 @@ def cost_table(rows: list[dict]) -> Table | None:
     for (system,), part in grouped(priced, "system").items():
         tokens_in = sum(r["input_tokens"] or 0 for r in part)
         tokens_out = sum(r["output_tokens"] or 0 for r in part)
-        cost = sum(r["cost_usd"] or 0.0 for r in part)
+        cost = total_cost(part)
         passes = sum(r["outcome"] == "PASS" for r in part)
         body.append([system, len(part), f"{tokens_in:,}", f"{tokens_out:,}", f"{tokens_in / len(part):,.0f}",
                      f"{tokens_out / len(part):,.0f}", f"{cost:.2f}", f"{cost / len(part):.4f}",
@@ -133,6 +133,17 @@ def cost_table(rows: list[dict]) -> Table | None:
     return Table("cost", "Tokens and cost", ["system", "items", "input tokens", "output tokens", "input / item",
                                              "output / item", "cost $", "$ / item", "$ / PASS"], body,
                  "Cost counts new model calls only; answers replayed from the cache cost nothing.")
+
+
+def passed_by_attempt(rows: list[dict], most: int) -> list[float]:
+    """The share of rows that passed at attempt k or earlier, for k = 1..most."""
+    return [sum(1 for r in rows if r["first_pass_attempt"] and r["first_pass_attempt"] <= k) / len(rows)
+            for k in range(1, most + 1)]
+
+
+def total_cost(rows: list[dict]) -> float:
+    """Dollars of new model calls (replayed answers cost nothing)."""
+    return sum(r["cost_usd"] or 0.0 for r in rows)
 
 
 def attempt_tables(rows: list[dict]) -> list[Table]:
@@ -145,9 +156,7 @@ def attempt_tables(rows: list[dict]) -> list[Table]:
     most = max(r["attempts"] for r in part)
     curve, transitions = [], Counter()
     for (system, library), group in grouped(part, "system", "library").items():
-        curve.append([system, library, len(group), *(
-            _share(sum(1 for r in group if r["first_pass_attempt"] and r["first_pass_attempt"] <= k), len(group))
-            for k in range(1, most + 1))])
+        curve.append([system, library, len(group), *(f"{100 * share:.1f}%" for share in passed_by_attempt(group, most))])
         for row in group:
             history = [a["outcome"] for a in row["attempt_history"]]
             for before, after in zip(history, history[1:]):
