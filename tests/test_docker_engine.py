@@ -18,7 +18,7 @@ import pytest
 from conftest import (NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
                       run_track, write_calibration, write_jsonl)
 from pytest_pdebench.sandbox import Limits, RunRequest
-from pytest_pdebench.sandbox.docker_backend import LABEL, DockerBackend, labelled_containers
+from pytest_pdebench.sandbox.docker_backend import CASE_LABEL, LABEL, DockerBackend, labelled_containers
 
 # one case per family the track supports (calibration mode: a baseline is measured, so
 # nothing depends on a calibration of this image)
@@ -32,8 +32,14 @@ DEALII_CASES = ["poisson_graded_kappa_l_shape_050", "heat_short_unit_square_robi
                 "poisson_contrast_kappa_dumbbell_048"]
 
 
-def pdebench_containers(engine) -> list[dict]:
-    return labelled_containers(engine)
+def pdebench_containers(engine, under=None) -> list[dict]:
+    """This backend's containers; with ``under``, only those of items whose work folder is
+    below it (the engine is shared: another run on this machine, a calibration say, has
+    its own containers, which are none of this test's business)."""
+    found = labelled_containers(engine)
+    if under is None:
+        return found
+    return [c for c in found if (c.get("Labels") or {}).get(CASE_LABEL, "").startswith(str(under))]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +69,7 @@ def test_no_container_outlives_its_run_even_a_timed_out_one(engine, dolfinx_imag
     slow = backend.run(python_request(tmp_path / "b", dolfinx_image, "import time\ndef solve(c):\n"
                                       "    time.sleep(600)\n", timeout=2))
     assert slow.timed_out and slow.wall_sec < 30
-    assert pdebench_containers(engine) == []
+    assert pdebench_containers(engine, under=tmp_path) == []
 
 
 def test_a_run_sweeps_the_containers_of_dead_runs(engine, dolfinx_image):
@@ -140,12 +146,12 @@ def test_ctrl_c_leaves_no_container_and_keeps_finished_work(engine, dolfinx_imag
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 180
-    while not any("slow" in c["Labels"].get("org.pdebench.item", "") and c["State"] == "running"
-                  for c in pdebench_containers(engine)) and time.time() < deadline:
+    while not any("slow" in c["Labels"].get(CASE_LABEL, "") and c["State"] == "running"
+                  for c in pdebench_containers(engine, under=tmp_path)) and time.time() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=120)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
-    assert pdebench_containers(engine) == []
+    assert pdebench_containers(engine, under=tmp_path) == []
     verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
     assert verdict["outcome"] == "PASS"
