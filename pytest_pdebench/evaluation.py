@@ -125,6 +125,7 @@ class Verdict:
     llm: dict[str, Any] | None = None  # --pde-model: the model, every attempt, tokens and cost
     alphas: dict[str, float] | None = None  # the multipliers and bounds tau_acc and tau_time came from
     timed_failure: str | None = None  # a timed run that failed (an F-Acc near miss's too)
+    source_failure: bool = False  # F-Exec that is not the solver's: an agent crashed or hit a limit
 
     @classmethod
     def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> "Verdict":

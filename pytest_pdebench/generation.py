@@ -18,12 +18,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .attempts import Draft, Feedback
 from .cases import CaseRecord, agent_view
 from .llm.cache import ResponseCache, SpendLedger
 from .llm.client import Completion, ModelCallFailed, ModelClient
 from .llm.extract import extract_code
 from .llm.registry import ModelSpec
-from .prompts import feedback_of, feedback_prompt, single_shot_prompt
+from .prompts import feedback_prompt, single_shot_prompt
+from .submissions import Submission
 
 NO_CODE = "no code in response"
 
@@ -42,10 +44,48 @@ class ModelSource:
     prompt_mode: str = "single"  # or "template"
     guides_dir: Path | None = None
     calls: dict = field(default_factory=lambda: {"new": 0, "cached": 0})
+    attempt_folders = True
 
     @property
     def label(self) -> str:
         return f"model:{self.spec.name}"
+
+    @property
+    def run_label(self) -> str:  # names the run's output folder
+        return self.spec.slug
+
+    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+        """Prompt (the repair prompt after a failed attempt), call, extract."""
+        base = self.base_prompt(record, library)
+        prompt = base if feedback is None else feedback_prompt(attempt, feedback.code, feedback.facts, base)
+        try:
+            completion, cached = self.completion(prompt, attempt)
+        except ModelCallFailed as exc:
+            return Draft(None, reason=f"model call failed: {exc}", audit={"prompt.md": prompt}, final=True)
+        cost = self.spec.cost(completion.input_tokens, completion.output_tokens)
+        usage = {"cached": cached, "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
+                 "cost_usd": cost, "retries": completion.retries, "model": completion.model}
+        record_of_call = {**completion.to_dict(), "text": None, "cost_usd": cost, "cached": cached,
+                          "registry_name": self.spec.name, "attempt": attempt}
+        audit = {"prompt.md": prompt, "response.txt": completion.text,
+                 "llm.json": json.dumps(record_of_call, indent=1) + "\n"}
+        code = extract_code(completion.text, "cpp" if library == "dealii" else "python")
+        if code is None:
+            return Draft(None, reason=NO_CODE, usage=usage, audit=audit)
+        solver_name = "solver.cpp" if library == "dealii" else "solver.py"
+        submission = Submission(solver_name, {solver_name: code.encode()}, str(item_dir / f"attempt-{attempt}" / solver_name))
+        return Draft(submission, usage=usage, audit=audit)
+
+    def summary(self, history: list[dict]) -> dict:
+        return {
+            "model": self.spec.name, "model_id": self.spec.model, "base_url": self.spec.base_url,
+            "prompt_mode": self.prompt_mode, "attempts": history,
+            "calls": sum(1 for h in history if "cached" in h and not h["cached"]),
+            "cache_hits": sum(1 for h in history if h.get("cached")),
+            "input_tokens": sum(h.get("input_tokens", 0) for h in history),
+            "output_tokens": sum(h.get("output_tokens", 0) for h in history),
+            "cost_usd": sum(h.get("cost_usd", 0.0) for h in history if not h.get("cached")),
+        }
 
     def completion(self, prompt: str, attempt: int) -> tuple[Completion, bool]:
         """(completion, from_cache). Raises NotRun or ModelCallFailed."""
@@ -70,9 +110,9 @@ class ModelSource:
         return single_shot_prompt(view, record.evaluation_config.timeout_sec, self.guides_dir, scaffold)
 
 
-def model_source_from_options(opt, rootdir: Path, is_controller: bool) -> ModelSource:
-    """The ModelSource of ``--pde-model`` and friends; a bad name, file or missing key is
-    a UsageError before any case runs."""
+def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=None):
+    """The source of ``--pde-model`` and friends (a code agent's with ``--pde-agent``); a
+    bad name, file or missing key is a UsageError before any case runs."""
     import pytest
 
     from .llm.registry import RegistryError, api_key, resolve_model
@@ -100,72 +140,11 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool) -> ModelS
     if is_controller:
         ledger.reset()  # the budget is per run; workers share the file
     guides = Path(opt.pde_guides) if opt.pde_guides else rootdir / "guides"
+    if opt.pde_agent:
+        from .agents import agent_source
+
+        if opt.pde_replay:
+            raise pytest.UsageError("--pde-replay replays single completions: agents are not cached")
+        return agent_source(opt, spec, api_key(spec), ledger, settings, guides if guides.is_dir() else None)
     return ModelSource(spec, cache, ledger, client, attempts=opt.pde_attempts, prompt_mode=opt.pde_prompt,
                        guides_dir=guides if guides.is_dir() else None)
-
-
-def run_with_model(source: ModelSource, record: CaseRecord, library: str, item_dir: Path, evaluate_attempt):
-    """Attempts 1..N; ``evaluate_attempt(submission, attempt_dir)`` runs the gates and
-    returns a Verdict. Returns the final Verdict with ``llm`` filled in."""
-    from .evaluation import Verdict
-    from .submissions import Submission
-
-    suffix = ".cpp" if library == "dealii" else ".py"
-    language = "cpp" if library == "dealii" else "python"
-    base = source.base_prompt(record, library)
-    prompt, history, verdict = base, [], None
-    for attempt in range(1, source.attempts + 1):
-        attempt_dir = item_dir / f"attempt-{attempt}"
-        try:
-            completion, cached = source.completion(prompt, attempt)
-        except ModelCallFailed as exc:
-            verdict = Verdict.for_item(record, library, source.label, reason=f"model call failed: {exc}")
-            _write_attempt(attempt_dir, prompt, None, None, verdict)
-            history.append({"attempt": attempt, "outcome": verdict.outcome, "reason": verdict.reason})
-            break
-        cost = source.spec.cost(completion.input_tokens, completion.output_tokens)
-        code = extract_code(completion.text, language)
-        if code is None:
-            verdict = Verdict.for_item(record, library, source.label, reason=NO_CODE, artifacts=str(attempt_dir))
-        else:  # the gates' run folder is the attempt folder (evaluate starts it afresh)
-            solver_name = f"solver{suffix}"
-            verdict = evaluate_attempt(Submission(solver_name, {solver_name: code.encode()},
-                                                  str(attempt_dir / solver_name)), attempt_dir)
-        usage = {**completion.to_dict(), "text": None, "cost_usd": cost, "cached": cached,
-                 "registry_name": source.spec.name, "attempt": attempt}
-        _write_attempt(attempt_dir, prompt, completion.text, usage, verdict if code is None else None)
-        history.append({"attempt": attempt, "outcome": verdict.outcome, "reason": verdict.reason,
-                        "error": verdict.error, "t_agent": verdict.t_agent, "cached": cached,
-                        "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                        "cost_usd": cost, "retries": completion.retries, "model": completion.model})
-        if verdict.passed or attempt == source.attempts:
-            break
-        # a compile error is told with the compiler's output, a failed run with its stderr
-        stderr_file = attempt_dir / ("compile.log" if verdict.reason.startswith("compile") else "stderr.txt")
-        stderr = stderr_file.read_text(errors="replace") if stderr_file.is_file() else ""
-        prompt = feedback_prompt(attempt + 1, code, feedback_of(verdict.to_dict(), stderr), base)
-    verdict.source = source.label
-    verdict.llm = {
-        "model": source.spec.name, "model_id": source.spec.model, "base_url": source.spec.base_url,
-        "prompt_mode": source.prompt_mode,
-        "attempts": history, "calls": sum(1 for h in history if "cached" in h and not h["cached"]),
-        "cache_hits": sum(1 for h in history if h.get("cached")),
-        "input_tokens": sum(h.get("input_tokens", 0) for h in history),
-        "output_tokens": sum(h.get("output_tokens", 0) for h in history),
-        "cost_usd": sum(h.get("cost_usd", 0.0) for h in history if not h.get("cached")),
-    }
-    item_dir.mkdir(parents=True, exist_ok=True)
-    (item_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
-    return verdict
-
-
-def _write_attempt(attempt_dir: Path, prompt: str, response: str | None, usage: dict | None, verdict=None) -> None:
-    """The attempt's audit files (after its run: the gates start their folder afresh)."""
-    attempt_dir.mkdir(parents=True, exist_ok=True)
-    (attempt_dir / "prompt.md").write_text(prompt)
-    if response is not None:
-        (attempt_dir / "response.txt").write_text(response)
-    if usage is not None:
-        (attempt_dir / "llm.json").write_text(json.dumps(usage, indent=1) + "\n")
-    if verdict is not None:
-        (attempt_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")

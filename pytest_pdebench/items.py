@@ -114,11 +114,12 @@ class CaseItem(pytest.Item):
             per_run = run.settings.timeout_sec or record.evaluation_config.timeout_sec
             # a backstop only: the sandbox kills solvers (and the client model calls) long before
             per_attempt = (run.settings.runs + 1) * (per_run + 30)
-            attempts, model_calls = 1, 0.0
-            if hasattr(run.source, "attempts"):
-                attempts = run.source.attempts
-                model_calls = run.config.option.pde_llm_timeout * (run.config.option.pde_llm_retries + 1)
-            self.add_marker(pytest.mark.timeout(attempts * (per_attempt + model_calls) + BACKSTOP_MARGIN_SEC))
+            option, writing = run.config.option, 0.0  # the time a source may take to write the code
+            if option.pde_agent:
+                writing = option.pde_agent_timeout + option.pde_agent_action_timeout
+            elif option.pde_model:
+                writing = option.pde_llm_timeout * (option.pde_llm_retries + 1)
+            self.add_marker(pytest.mark.timeout(run.source.attempts * (per_attempt + writing) + BACKSTOP_MARGIN_SEC))
 
     def setup(self):
         try:

@@ -68,6 +68,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     llm.addoption("--pde-llm-backoff", type=float, default=2.0, metavar="SECONDS", help="first retry delay "
                   "(doubles each time; a Retry-After header wins)")
     llm.addoption("--pde-guides", metavar="DIR", help="library guides appended to prompts (default: guides/)")
+    agent = parser.getgroup("pdebench-agent", "PDEAgent-Bench: solvers written by a code agent (with --pde-model)")
+    agent.addoption("--pde-agent", metavar="AGENT", help="'mini-swe-agent' (built in), or a command line run in the "
+                    "item's sandbox, with {workdir}, {prompt_file} and {model} filled in")
+    agent.addoption("--pde-agent-timeout", type=float, default=1800.0, metavar="SECONDS",
+                    help="the agent's wall-clock limit per attempt (default 1800)")
+    agent.addoption("--pde-agent-steps", type=int, default=50, metavar="N",
+                    help="model calls per attempt (mini-swe-agent; default 50)")
+    agent.addoption("--pde-agent-cost", type=float, metavar="USD", help="cost limit per item: the model endpoint "
+                    "refuses further calls beyond it")
+    agent.addoption("--pde-agent-action-timeout", type=float, default=300.0, metavar="SECONDS",
+                    help="one shell command of mini-swe-agent (default 300)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -149,7 +149,39 @@ def _guide(library: str, guides_dir: Path | None) -> str:
     return f"# {LIBRARY_TITLES[library]} guide\n\n(No API guide for this library is bundled yet.)"
 
 
-def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, scaffold: str | None = None) -> str:
+MODEL_ANSWER = "Answer with the complete program in one fenced code block."
+
+
+def agent_answer(library: str) -> str:
+    """The last section of an agent's task, in place of MODEL_ANSWER."""
+    solver = "solver.cpp" if library == "dealii" else "solver.py"
+    helpers = "`_*.h`" if library == "dealii" else "`_*.py`"
+    trial = ("compile it with the deal.II headers and libraries installed here and run it as described above"
+             if library == "dealii" else
+             "run it with `python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))"
+             "['case_spec'])\"`, say")
+    return f"""# Working as an agent
+
+You work in a folder holding this task (`TASK.md`) and the case data the evaluator will
+give your program (`case_spec.json`). You may create files and run commands there; the
+target library is installed, the network is not reachable. You may try your program
+({trial}); nothing tells you the hidden thresholds. When you are done, leave the complete
+program in `{solver}` in this folder (with any helper files it includes, named {helpers}):
+the evaluator then runs that file alone, in a fresh sandbox, as described above."""
+
+
+def agent_feedback_task(attempt: int, feedback: dict, library: str) -> str:
+    """An agent's next task after a failed attempt: what happened, on the same folder."""
+    solver = "solver.cpp" if library == "dealii" else "solver.py"
+    rule = "=" * 70
+    lines = [rule, f"ATTEMPT {attempt}: THE EVALUATOR'S VERDICT ON `{solver}`", rule, "",
+             *_what_happened(feedback), "",
+             f"Fix `{solver}` in this folder (the task is unchanged, in `TASK.md`), then leave it there as before."]
+    return "\n".join(lines) + "\n"
+
+
+def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, scaffold: str | None = None,
+                       answer: str = MODEL_ANSWER) -> str:
     spec, library = view["case_spec"], view["target_library"]
     family = spec["pde"]["type"]
     arrays = _arrays(spec)
@@ -170,7 +202,7 @@ def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, 
     parts += [
         "# Rules\n\n" + _rules(view, timeout_sec),
         _guide(library, guides_dir),
-        "Answer with the complete program in one fenced code block.",
+        answer,
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -208,9 +240,15 @@ def feedback_prompt(attempt: int, previous_code: str | None, feedback: dict, bas
                                                  else ""), "", "```", excerpt.rstrip(), "```", ""]
     else:
         lines += ["## Your previous answer", "", "It contained no fenced code block.", ""]
+    lines += _what_happened(feedback)
+    lines += ["", rule, "THE TASK (unchanged)", rule, ""]
+    return "\n".join(lines) + base_prompt
+
+
+def _what_happened(feedback: dict) -> list[str]:
+    """The facts of a failed attempt and the checklist for its kind of failure."""
     outcome = feedback["outcome"]
-    lines.append("## What happened")
-    lines.append("")
+    lines = ["## What happened", ""]
     if outcome == "F-Exec":
         lines.append(f"It failed to run or to write valid output: {feedback.get('reason', '')}")
         if feedback.get("stderr_tail"):
@@ -220,8 +258,7 @@ def feedback_prompt(attempt: int, previous_code: str | None, feedback: dict, bas
                      f"{feedback['error']:.3e} on the grid.")
     elif outcome == "F-Time":
         lines.append(f"It ran and was accurate enough, but too slow: {feedback['wall_time']:.2f} s.")
-    lines += ["", GENERIC_HINTS[outcome], "", rule, "THE TASK (unchanged)", rule, ""]
-    return "\n".join(lines) + base_prompt
+    return lines + ["", GENERIC_HINTS[outcome]]
 
 
 def feedback_of(verdict: dict, stderr: str = "") -> dict:

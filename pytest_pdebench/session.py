@@ -6,6 +6,7 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import warnings
@@ -19,10 +20,10 @@ from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .evaluation import Settings, Verdict, evaluate
 from .libraries import RuntimeMissing
-from .submissions import DirectorySource, NoSubmission
+from .submissions import DirectorySource
 
 if TYPE_CHECKING:
-    from .generation import ModelSource
+    from .attempts import Source
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
@@ -100,7 +101,7 @@ class PdeRun:
     config: pytest.Config
     cases_path: Path
     libraries: tuple[str, ...]
-    source: "DirectorySource | ModelSource"
+    source: "Source"  # a folder of solvers, a model or a code agent (attempts.py)
     settings: Settings
     store: CalibrationStore
     validate: bool = False
@@ -114,6 +115,8 @@ class PdeRun:
         opt = config.option
         validate = opt.pde_validate is not None
         submissions = opt.pde_submissions
+        if opt.pde_agent and not opt.pde_model:
+            raise pytest.UsageError("--pde-agent needs --pde-model: the model the agent works with")
         if opt.pde_model and (submissions or opt.pde_calibrate or validate):
             raise pytest.UsageError("--pde-model generates the solvers: it does not go with --pde-submissions, "
                                     "--pde-calibrate or --pde-validate")
@@ -127,11 +130,17 @@ class PdeRun:
             raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
         if opt.pde_runs < 1:
             raise pytest.UsageError("--pde-runs must be at least 1")
+        settings = Settings(
+            output_dir=Path("."), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
+            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
+            alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
+            images=_image_overrides(opt.pde_image),
+        )  # the output folder below, once the source has named the run
         if opt.pde_model:
             from .generation import model_source_from_options
 
-            source = model_source_from_options(opt, rootdir, is_controller=not hasattr(config, "workerinput"))
-            label = source.spec.slug
+            source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
+            label = source.run_label
         else:
             try:
                 source = DirectorySource(Path(submissions))
@@ -140,37 +149,22 @@ class PdeRun:
             label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
         mode = "validation" if validate else "calibration" if opt.pde_calibrate else "runs"
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
-        settings = Settings(
-            output_dir=output.resolve(), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
-            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
-            alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
-            images=_image_overrides(opt.pde_image),
-        )
+        settings = dataclasses.replace(settings, output_dir=output.resolve())
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
         return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,
                    CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate, static_only=opt.pde_validate_static)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
+        from .attempts import run_attempts
         from .evaluation import item_directory
-        from .generation import ModelSource, run_with_model
-        from .libraries import get_track
 
-        if isinstance(self.source, ModelSource):
-            thresholds = self._thresholds(record, library)
+        thresholds = self._thresholds(record, library)  # before any model call: no money spent on a non-starter
 
-            def gates(submission, attempt_dir):
-                return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
-                                item_dir=attempt_dir)
+        def gates(submission, attempt_dir):
+            return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
+                            item_dir=attempt_dir)
 
-            return run_with_model(self.source, record, library, item_directory(self.settings, library, record.id),
-                                  gates)
-        track = get_track(library)
-        try:
-            submission = self.source.submission_for(record, library, track.suffixes)
-        except NoSubmission as exc:
-            return Verdict.for_item(record, library, self.source.label, outcome="F-Exec", reason=str(exc))
-        return evaluate(record, library, submission, self.source.label, self._thresholds(record, library),
-                        self.settings, case_dir)
+        return run_attempts(self.source, record, library, item_directory(self.settings, library, record.id), gates)
 
     def _thresholds(self, record: CaseRecord, library: str):
         thresholds = None

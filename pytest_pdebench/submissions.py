@@ -44,7 +44,10 @@ class Submission:
 
 
 class DirectorySource:
-    """Hand-written solvers in a directory."""
+    """Hand-written solvers in a directory: one attempt, audited in the item folder."""
+
+    attempts = 1
+    attempt_folders = False
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
@@ -73,6 +76,18 @@ class DirectorySource:
                 return Submission(solver_name, files, str(path))
         shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")
+
+    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
+        from .attempts import Draft
+        from .libraries import get_track
+
+        try:
+            return Draft(self.submission_for(record, library, get_track(library).suffixes))
+        except NoSubmission as exc:
+            return Draft(None, reason=str(exc))
+
+    def summary(self, history: list[dict]) -> None:
+        return None
 
 
 ORACLE = Path(__file__).resolve().parent.parent / "submissions" / "oracle"

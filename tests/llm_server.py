@@ -11,7 +11,13 @@ the real `openai` client on the other end. What it answers is chosen by the mode
     scripted-cpp-repair  C++ that does not compile, unless the prompt is a feedback prompt: then a
                        correct C++ program (the deal.II track)
 
-Every request is logged (model, the user prompt, the HTTP status answered).
+Models named ``agent-*`` play a code agent's side of a conversation: each answer is one
+shell command fenced as ``mswea_bash_command`` (mini-swe-agent's text protocol, which
+tests/data/agents/tiny_agent.py speaks too), the step being the number of assistant
+messages so far (see AGENT_SCRIPTS).
+
+Every request is logged (model, the user prompt, the HTTP status answered, the usage
+reported).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from conftest import NUMPY_PRELUDE, exact_cpp_program
+from conftest import NUMPY_PRELUDE, REPO, exact_cpp_program
 
 CORRECT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n"
 BROKEN = "import dolfinx.no_such_module\n\ndef solve(case_spec):\n    pass\n"
@@ -31,6 +37,48 @@ HANG_SECONDS = 3.0
 
 def fenced(code: str) -> str:
     return f"```python\n{code}```\n"
+
+
+DONE = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+TRY = "python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))['case_spec'])\" && ls solution.npz"
+
+
+def heredoc(name: str, text: str) -> str:
+    return f"cat <<'PDEBENCH_EOF' > {name}\n{text}PDEBENCH_EOF"
+
+
+# per model: the command of each step (the last one repeats); a callable gets the conversation
+AGENT_SCRIPTS = {
+    "agent-correct": [heredoc("solver.py", CORRECT), TRY, DONE],
+    # a correct run leaves solution.npz in the folder; then a solver that writes nothing
+    "agent-stale-output": [heredoc("solver.py", CORRECT), TRY, heredoc("solver.py", "def solve(case_spec):\n    pass\n"),
+                           DONE],
+    "agent-network": ["python3 -c \"import urllib.request; urllib.request.urlopen('http://93.184.215.14', timeout=3)\"; "
+                      "echo exit=$?", DONE],
+    "agent-env": ["env; echo ENV-END", DONE],
+    # evaluator-only files: the calibrations and references of the checkout, any case file
+    "agent-snoop": [f"ls {REPO}/calibrations {REPO}/cases/references; echo snoop=$?; "
+                    "find /work /root /home /tmp /sandbox /opt -name 'suite.jsonl' 2>/dev/null; echo find-done", DONE],
+    "agent-loop": ["echo still thinking"],
+    "agent-sleep": ["sleep 60; echo $((40 + 2))-awake", DONE],  # "42-awake" only if it was not stopped
+    # attempt 1 leaves a solver that raises; told the verdict, it writes a correct one
+    "agent-repair": lambda messages: ([heredoc("solver.py", CORRECT), DONE]
+                                      if "THE EVALUATOR'S VERDICT" in _first_user(messages)
+                                      else [heredoc("solver.py", RAISES), DONE]),
+}
+
+
+def _first_user(messages: list[dict]) -> str:
+    return next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+
+
+def agent_answer(model: str, messages: list[dict]) -> tuple[int, str | None]:
+    script = AGENT_SCRIPTS.get(model)
+    if script is None:
+        return 404, None
+    steps = script(messages) if callable(script) else script
+    step = sum(1 for m in messages if m.get("role") == "assistant")
+    return 200, f"Step {step}.\n\n```mswea_bash_command\n{steps[min(step, len(steps) - 1)]}\n```\n"
 
 
 def answer(model: str, prompt: str, seen_before: int) -> tuple[int, str | None]:
@@ -81,18 +129,25 @@ class ScriptedServer:
                     entry = {"model": model, "prompt": prompt, "temperature": body.get("temperature"),
                              "authorization": self.headers.get("Authorization", "")}
                     server.requests.append(entry)
-                status, text = answer(model, prompt, seen)
+                if model.startswith("agent-"):
+                    status, text = agent_answer(model, body.get("messages", []))
+                else:
+                    status, text = answer(model, prompt, seen)
                 entry["status"] = status
                 if status != 200:
                     extra = {"Retry-After": "0"} if status == 429 else {}
                     return self._send(status, {"error": {"message": f"scripted {status}", "type": "scripted"}},
                                       extra)
+                asked = (sum(len(m.get("content") or "") for m in body.get("messages", []))
+                         if model.startswith("agent-") else len(prompt))
+                usage = {"prompt_tokens": asked // 4, "completion_tokens": len(text) // 4,
+                         "total_tokens": (asked + len(text)) // 4}
+                entry["usage"] = usage
                 self._send(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
-                              "total_tokens": (len(prompt) + len(text)) // 4},
+                    "usage": usage,
                 })
 
             def _send(self, status, payload, headers=None):

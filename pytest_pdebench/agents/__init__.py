@@ -1,0 +1,194 @@
+"""Code agents as sources of submissions (``--pde-agent``, issue 14).
+
+An agent gets a working folder per item (``<item>/workspace``: the task as ``TASK.md``
+and ``case_spec.json``), works there for up to ``--pde-agent-timeout`` seconds, and
+leaves ``solver.py`` / ``solver.cpp``; the harness then evaluates that file like any
+submission, in a fresh sandbox. Its model calls all go through the metering proxy
+(``proxy.py``), which holds the real key, prices every call with the registry and
+enforces the item's cost limit and the run's budget.
+
+- ``mini-swe-agent`` (``minisweagent.py``): the agent loop runs on the host; each shell
+  command it issues runs in the item's sandbox.
+- any other value is a command line (``command.py``) run *inside* the sandbox, whose only
+  way out is the proxy, served on the sandbox's loopback.
+
+Audit, per attempt (``<item>/attempt-<k>/``): ``task.md`` (what the agent was told),
+``llm-requests.jsonl`` (every model request: tokens, cost, status, the exchange),
+``agent.json`` (how the agent ended), the agent's own log or trajectory, and the gates'
+files for the solver it left.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..attempts import Draft, Feedback
+from ..cases import CaseRecord, agent_view
+from ..llm.cache import SpendLedger
+from ..llm.registry import ModelSpec
+from ..prompts import agent_answer, agent_feedback_task, single_shot_prompt
+from ..submissions import HELPER_SUFFIXES, Submission
+from .proxy import MeteringProxy
+
+MINI_SWE_AGENT = "mini-swe-agent"
+WORKSPACE = "workspace"
+SPENT_FILE = ".agent-spent.json"  # the item's spending over its attempts (the cost limit is per item)
+
+
+def literal(text: str) -> str:
+    """``text`` as a RunRequest argument: the backends fill ``{work}``-style placeholders
+    with str.format, and an agent's command has braces of its own."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    wall_sec: float = 1800.0  # the agent's whole run, per attempt
+    steps: int = 50  # model calls per attempt (mini-swe-agent; a command agent keeps its own)
+    cost_usd: float | None = None  # per item, over all attempts: the proxy refuses beyond it
+    action_sec: float = 300.0  # one shell command of mini-swe-agent: long enough for a FEM solve
+
+
+@dataclass
+class AgentEnd:
+    """How an agent's run ended."""
+
+    status: str  # "finished", "timeout", "step-limit", "crashed", "refused"
+    detail: str = ""
+    audit: dict[str, str] | None = None  # its log or trajectory, for the attempt folder
+
+    @property
+    def agent_fault(self) -> bool:
+        return self.status != "finished"
+
+
+class AgentSource:
+    """What every agent shares: workspace, proxy, harvest, audit. Subclasses run the agent."""
+
+    attempt_folders = True
+    name = "agent"
+    proxy_on_socket = True  # command agents reach it through the sandbox; mini-swe-agent over loopback TCP
+
+    def __init__(self, spec: ModelSpec, real_key: str, ledger: SpendLedger, settings, *, attempts: int = 1,
+                 limits: AgentLimits = AgentLimits(), guides_dir: Path | None = None):
+        self.spec, self._real_key, self.ledger, self.settings = spec, real_key, ledger, settings
+        self.attempts, self.limits, self.guides_dir = attempts, limits, guides_dir
+
+    @property
+    def label(self) -> str:
+        return f"agent:{self.name}:{self.spec.name}"
+
+    @property
+    def run_label(self) -> str:  # names the run's output folder
+        return "".join(c if c.isalnum() or c in "._-" else "-" for c in f"{self.name}-{self.spec.name}")
+
+    def run_agent(self, workspace: Path, task_file: str, task: str, proxy: MeteringProxy, library: str) -> AgentEnd:
+        """Run the agent on ``task`` (also in ``workspace/task_file``) until it ends."""
+        raise NotImplementedError
+
+    def task_text(self, record: CaseRecord, library: str) -> str:
+        view = agent_view(record, library)
+        return single_shot_prompt(view, record.evaluation_config.timeout_sec, self.guides_dir,
+                                  answer=agent_answer(library))
+
+    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+        workspace = item_dir / WORKSPACE
+        task = self.task_text(record, library)
+        if attempt == 1:  # a fresh folder per item; later attempts continue in it
+            shutil.rmtree(workspace, ignore_errors=True)
+            (item_dir / SPENT_FILE).unlink(missing_ok=True)
+            workspace.mkdir(parents=True)
+            (workspace / "case_spec.json").write_text(json.dumps(agent_view(record, library), indent=1))
+        else:  # the verdict, as a new task beside the first
+            task = agent_feedback_task(attempt, feedback.facts, library)
+        task_file = "TASK.md" if attempt == 1 else f"TASK-{attempt}.md"
+        (workspace / task_file).write_text(task)
+        solver = workspace / ("solver.cpp" if library == "dealii" else "solver.py")
+        solver.unlink(missing_ok=True)  # what is judged is what this attempt left
+        requests_log = item_dir / f".llm-requests-{attempt}.jsonl"
+        requests_log.unlink(missing_ok=True)
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="pdebench-llm-") as sockets:  # short: unix socket paths are
+            socket_path = Path(sockets) / "proxy.sock" if self.proxy_on_socket else None  # limited to 107 bytes
+            spent_before = self._spent(item_dir)
+            limit = None if self.limits.cost_usd is None else max(self.limits.cost_usd - spent_before, 0.0)
+            with MeteringProxy(self.spec, self._real_key, requests_log, ledger=self.ledger, cost_limit_usd=limit,
+                               unix_path=socket_path) as proxy:
+                end = self.run_agent(workspace, task_file, task, proxy, library)
+            meter = proxy.meter.to_dict()
+        if proxy.meter.refused and end.status != "finished":
+            end = AgentEnd("refused", f"model calls refused: {end.detail}".strip(), end.audit)
+        self._add_spent(item_dir, meter["cost_usd"])
+        audit = {"task.md": task, **(end.audit or {}),
+                 "agent.json": json.dumps({"agent": self.name, "model": self.spec.name, "status": end.status,
+                                           "detail": end.detail, "seconds": round(time.monotonic() - started, 3),
+                                           "proxy": meter}, indent=1) + "\n"}
+        if requests_log.is_file():
+            audit["llm-requests.jsonl"] = requests_log.read_text()
+            requests_log.unlink()
+        usage = {"input_tokens": meter["input_tokens"], "output_tokens": meter["output_tokens"],
+                 "cost_usd": meter["cost_usd"], "calls": meter["calls"], "agent_status": end.status}
+        submission = _harvest(workspace, solver, item_dir / f"attempt-{attempt}")
+        if submission is not None:
+            return Draft(submission, usage=usage, audit=audit)
+        if end.agent_fault:  # not the solver's fault: counted apart in the report
+            return Draft(None, reason=f"agent {end.status} without leaving {solver.name}: {end.detail}".rstrip(": "),
+                         usage=usage, audit=audit, source_failure=True)
+        return Draft(None, reason=f"the agent finished without leaving {solver.name}", usage=usage, audit=audit)
+
+    def summary(self, history: list[dict]) -> dict:
+        return {"agent": self.name, "model": self.spec.name, "model_id": self.spec.model,
+                "base_url": self.spec.base_url, "prompt_mode": "agent", "attempts": history,
+                "calls": sum(h.get("calls", 0) for h in history), "cache_hits": 0,
+                "input_tokens": sum(h.get("input_tokens", 0) for h in history),
+                "output_tokens": sum(h.get("output_tokens", 0) for h in history),
+                "cost_usd": sum(h.get("cost_usd", 0.0) for h in history)}
+
+    @staticmethod
+    def _spent(item_dir: Path) -> float:
+        path = item_dir / SPENT_FILE
+        return json.loads(path.read_text())["usd"] if path.is_file() else 0.0
+
+    def _add_spent(self, item_dir: Path, usd: float) -> None:
+        (item_dir / SPENT_FILE).write_text(json.dumps({"usd": self._spent(item_dir) + usd}))
+
+
+def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | None:
+    """The solver the agent left, with its helpers (the same rule as a folder of solvers)."""
+    if not solver.is_file():
+        return None
+    files = {solver.name: solver.read_bytes()}
+    for suffix in HELPER_SUFFIXES[solver.suffix]:
+        for helper in sorted(workspace.glob(f"_*{suffix}")):
+            files[helper.name] = helper.read_bytes()
+    return Submission(solver.name, files, str(origin_dir / solver.name))
+
+
+def agent_source(opt, spec: ModelSpec, real_key: str, ledger: SpendLedger, settings, guides_dir: Path | None):
+    """The source of ``--pde-agent`` (a UsageError for settings it cannot honour)."""
+    import pytest
+
+    limits = AgentLimits(wall_sec=opt.pde_agent_timeout, steps=opt.pde_agent_steps, cost_usd=opt.pde_agent_cost,
+                         action_sec=opt.pde_agent_action_timeout)
+    if min(limits.wall_sec, limits.action_sec) <= 0 or limits.steps < 1:
+        raise pytest.UsageError("--pde-agent-timeout, --pde-agent-action-timeout and --pde-agent-steps must be positive")
+    common = dict(attempts=opt.pde_attempts, limits=limits, guides_dir=guides_dir)
+    if opt.pde_agent == MINI_SWE_AGENT:
+        import importlib.util
+
+        if importlib.util.find_spec("minisweagent") is None:  # (importing it would print its banner)
+            raise pytest.UsageError("--pde-agent=mini-swe-agent needs the package: "
+                                    "pip install 'pytest-pdebench[agents]'") from None
+        from .mini_swe import MiniSweAgent
+
+        return MiniSweAgent(spec, real_key, ledger, settings, **common)
+    if settings.sandbox == "docker":
+        raise pytest.UsageError("a command agent runs in the bubblewrap sandbox for now: drop --pde-sandbox=docker")
+    from .command import CommandAgent
+
+    return CommandAgent(opt.pde_agent, spec, real_key, ledger, settings, **common)

@@ -1,0 +1,109 @@
+"""The attempt loop, written once for every kind of source (a folder of solvers, a model,
+a code agent): the source drafts a submission, the gates judge it, and a failed attempt's
+facts go back to the source for the next one, up to ``source.attempts`` (paper, Section
+4.3: single-shot is one attempt; feedback shows only outcome, reason, error or wall time
+and the stderr tail, never thresholds, baselines or references).
+
+A source has ``label``, ``attempts``, ``attempt_folders`` (its audit goes under
+``attempt-<k>/`` of the item folder, or into the item folder itself), ``draft(record,
+library, item_dir, attempt, feedback) -> Draft`` and ``summary(history) -> dict | None``
+(the verdict's ``llm`` entry: model, tokens, cost, every attempt). The evaluation never
+learns which kind of source wrote the code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from .cases import CaseRecord
+from .evaluation import VERDICT_FILE, Verdict
+from .prompts import feedback_of
+from .submissions import Submission
+
+
+@dataclass
+class Draft:
+    """What a source produced for one attempt."""
+
+    submission: Submission | None
+    reason: str = ""  # why there is no submission: the attempt's F-Exec reason
+    usage: dict = field(default_factory=dict)  # tokens, cost, ...: merged into the attempt's history line
+    audit: dict[str, str] = field(default_factory=dict)  # files for the attempt folder, written after the gates
+    final: bool = False  # no further attempt (a model call that failed for good, say)
+    source_failure: bool = False  # not the solver's fault (an agent that crashed or hit a limit)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The previous attempt, as the next one may see it."""
+
+    attempt: int  # the attempt about to be drafted
+    code: str | None  # the previous solver's text (None: there was none)
+    facts: dict  # prompts.feedback_of: outcome, reason, error / wall time, stderr tail
+
+
+class Source(Protocol):
+    label: str
+    attempts: int
+    attempt_folders: bool
+
+    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
+              feedback: Feedback | None) -> Draft: ...
+
+    def summary(self, history: list[dict]) -> dict | None: ...
+
+
+Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict
+
+
+def run_attempts(source: Source, record: CaseRecord, library: str, item_dir: Path, gates: Gates) -> Verdict:
+    """Attempts 1..N of one item; the verdict of the last, with every attempt summarised."""
+    history: list[dict] = []
+    feedback = None
+    for attempt in range(1, source.attempts + 1):
+        attempt_dir = item_dir / f"attempt-{attempt}" if source.attempt_folders else item_dir
+        draft = source.draft(record, library, item_dir, attempt, feedback)
+        if draft.submission is None:
+            verdict = Verdict.for_item(record, library, source.label, reason=draft.reason,
+                                       artifacts=str(attempt_dir), source_failure=draft.source_failure)
+        else:  # the gates start the attempt folder afresh: the audit files go in after them
+            verdict = gates(draft.submission, attempt_dir)
+        _write_audit(attempt_dir, draft.audit, verdict if source.attempt_folders and draft.submission is None else None)
+        history.append({"attempt": attempt, "outcome": verdict.outcome, "reason": verdict.reason,
+                        "error": verdict.error, "t_agent": verdict.t_agent, **draft.usage})
+        if verdict.passed or draft.final or attempt == source.attempts:
+            break
+        feedback = Feedback(attempt + 1, _solver_text(draft.submission), feedback_of(verdict.to_dict(),
+                                                                                      _stderr_of(verdict, attempt_dir)))
+    verdict.source = source.label
+    verdict.llm = source.summary(history)
+    if source.attempt_folders:
+        item_dir.mkdir(parents=True, exist_ok=True)
+        (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+    return verdict
+
+
+def _solver_text(submission: Submission | None) -> str | None:
+    if submission is None:
+        return None
+    return submission.files[submission.solver_name].decode(errors="replace")
+
+
+def _stderr_of(verdict: Verdict, attempt_dir: Path) -> str:
+    # a compile error is told with the compiler's output, a failed run with its stderr
+    name = "compile.log" if verdict.reason.startswith("compile") else "stderr.txt"
+    path = attempt_dir / name
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def _write_audit(attempt_dir: Path, files: dict[str, str], verdict: Verdict | None) -> None:
+    if not files and verdict is None:
+        return
+    attempt_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (attempt_dir / name).write_text(text)
+    if verdict is not None:
+        (attempt_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")

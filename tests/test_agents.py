@@ -1,0 +1,168 @@
+"""Code agents as sources (issue 14), over real processes: the scripted OpenAI-compatible
+server on loopback plays the model (tests/llm_server.py, models ``agent-*``), and a real
+mini-swe-agent loop or a real command agent (tests/data/agents/tiny_agent.py, run inside
+the sandbox with the openai client) does what it is told. Each containment script checks
+that the action ran and was contained, not just that the verdict failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, _missing, outcomes_from_report, record_dict, write_calibration, write_jsonl
+from llm_server import ScriptedServer
+
+pytestmark = pytest.mark.usefixtures("dolfinx_available")
+
+SECRET = "sk-the-harness-own-secret-0451"
+PRICE_IN, PRICE_OUT = 3.0, 15.0  # USD per million tokens, in the test registry
+TINY_AGENT = Path(__file__).parent / "data" / "agents" / "tiny_agent.py"
+MODELS = ("agent-correct", "agent-stale-output", "agent-network", "agent-env", "agent-snoop", "agent-loop",
+          "agent-sleep", "agent-repair")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def bench(tmp_path, server):
+    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0)
+    (tmp_path / "models.toml").write_text("".join(
+        f'[models.{name}]\nmodel = "{name}"\nbase_url = "{server.url}"\napi_key_env = "PDEBENCH_TEST_KEY"\n'
+        f"input_usd_per_mtok = {PRICE_IN}\noutput_usd_per_mtok = {PRICE_OUT}\n\n" for name in MODELS))
+    return tmp_path
+
+
+def run(bench, model, agent, *extra):
+    report = bench / f"report-{model}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+         f"--pde-cases={bench / 'cases.jsonl'}", f"--pde-model={model}", f"--pde-models={bench / 'models.toml'}",
+         f"--pde-agent={agent}", f"--pde-calibrations={bench / 'calibrations'}", f"--pde-output={bench / 'out'}",
+         "--json-report", f"--json-report-file={report}", *extra],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})
+    outcomes = outcomes_from_report(report) if report.exists() else {}
+    assert "toy_a" in outcomes, done.stdout[-3000:] + done.stderr[-2000:]
+    return outcomes["toy_a"], bench / "out" / "dolfinx" / "toy_a"
+
+
+def command_agent(steps: int = 8) -> str:
+    return f"python {TINY_AGENT} {{prompt_file}} --steps {steps}"
+
+
+AGENTS = {"mini-swe-agent": "mini-swe-agent", "command": command_agent()}
+
+
+def server_usage(server, model: str) -> tuple[int, int]:
+    answered = [r for r in server.for_model(model) if r.get("usage")]
+    return (sum(r["usage"]["prompt_tokens"] for r in answered), sum(r["usage"]["completion_tokens"] for r in answered))
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def agent(request):
+    if request.param == "mini-swe-agent":
+        import importlib.util
+
+        if importlib.util.find_spec("minisweagent") is None:
+            _missing("mini-swe-agent: pip install 'pytest-pdebench[agents]' (make setup does)")
+    return AGENTS[request.param]
+
+
+def test_an_agent_that_writes_and_tries_a_correct_solver_passes_metered(bench, server, agent):
+    before = server_usage(server, "agent-correct")
+    verdict, folder = run(bench, "agent-correct", agent)
+    assert verdict["outcome"] == "PASS", verdict
+    assert verdict["source"].startswith("agent:") and not verdict["source_failure"]
+    attempt = folder / "attempt-1"
+    requests = [json.loads(line) for line in (attempt / "llm-requests.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in requests] == [200, 200, 200]
+    after = server_usage(server, "agent-correct")
+    tokens_in, tokens_out = after[0] - before[0], after[1] - before[1]
+    llm = verdict["llm"]
+    assert (llm["input_tokens"], llm["output_tokens"], llm["calls"]) == (tokens_in, tokens_out, 3)
+    assert llm["cost_usd"] == pytest.approx((tokens_in * PRICE_IN + tokens_out * PRICE_OUT) / 1e6)
+    assert json.loads((attempt / "agent.json").read_text())["status"] == "finished"
+    assert (folder / "workspace" / "solution.npz").is_file()
+    trail = (attempt / ("trajectory.json" if agent == "mini-swe-agent" else "agent-stdout.txt")).read_text()
+    assert "solution.npz" in trail  # the agent's own trial run, recorded
+    # the provider got the real key from the proxy (the agent had only its per-item one)
+    assert all(r["authorization"] == f"Bearer {SECRET}" for r in server.for_model("agent-correct"))
+
+
+def test_the_evaluation_judges_the_solver_not_what_the_agent_left_beside_it(bench, agent):
+    verdict, folder = run(bench, "agent-stale-output", agent)
+    assert (folder / "workspace" / "solution.npz").is_file()  # a correct field, from the agent's trial
+    assert verdict["outcome"] == "F-Exec" and not verdict["source_failure"], verdict
+
+
+def test_the_agent_has_no_network(bench, agent):
+    verdict, folder = run(bench, "agent-network", agent)
+    trail = _trail(folder, agent)
+    assert "exit=1" in trail and "URLError" in trail, trail[-2000:]
+    assert verdict["outcome"] == "F-Exec" and verdict["reason"] == "the agent finished without leaving solver.py"
+
+
+def test_the_agent_never_sees_the_provider_key(bench, agent):
+    verdict, folder = run(bench, "agent-env", agent)
+    trail = _trail(folder, agent)
+    assert "ENV-END" in trail and "HOME=" in trail, trail[-2000:]  # env did run
+    assert SECRET not in trail and "PDEBENCH_TEST_KEY" not in trail
+    if agent != "mini-swe-agent":  # the command agent's own endpoint and per-item key
+        assert "OPENAI_BASE_URL=http://127.0.0.1:" in trail and "OPENAI_API_KEY=pdebench-item-" in trail
+
+
+def test_the_agent_cannot_read_what_only_the_evaluator_may(bench, agent):
+    assert (REPO / "cases" / "suite.jsonl").is_file()  # there to be found, on the host
+    verdict, folder = run(bench, "agent-snoop", agent)
+    trail = _trail(folder, agent)
+    assert "snoop=2" in trail and "find-done" in trail, trail[-2000:]  # ls found nothing; find ran
+    assert "cases/suite.jsonl" not in trail and "No such file" in trail
+
+
+def test_an_agent_out_of_steps_is_an_agent_failure(bench, agent):
+    extra = ["--pde-agent-steps=4"]
+    if agent != "mini-swe-agent":
+        agent = command_agent(steps=4)
+    verdict, folder = run(bench, "agent-loop", agent, *extra)
+    assert verdict["outcome"] == "F-Exec" and verdict["source_failure"], verdict
+    status = json.loads((folder / "attempt-1" / "agent.json").read_text())["status"]
+    assert status == ("step-limit" if agent == "mini-swe-agent" else "crashed")
+    assert verdict["llm"]["calls"] == 4
+
+
+def test_a_command_past_its_time_is_stopped(bench, agent):
+    if agent == "mini-swe-agent":  # one command over its limit: the agent is told and goes on
+        verdict, folder = run(bench, "agent-sleep", agent, "--pde-agent-action-timeout=3")
+        trail = _trail(folder, agent)
+        assert "stopped after 3 s" in trail and "42-awake" not in trail
+        assert verdict["reason"] == "the agent finished without leaving solver.py"
+    else:  # the agent itself over its wall-clock limit: killed, an agent failure
+        verdict, folder = run(bench, "agent-sleep", agent, "--pde-agent-timeout=8")
+        assert verdict["source_failure"] and "timeout" in verdict["reason"], verdict
+        assert "42-awake" not in _trail(folder, agent)
+
+
+def test_feedback_goes_to_the_agent_as_a_new_task_on_the_same_folder(bench, agent):
+    verdict, folder = run(bench, "agent-repair", agent, "--pde-attempts=2")
+    assert verdict["outcome"] == "PASS", verdict
+    first, second = verdict["llm"]["attempts"]
+    assert first["outcome"] == "F-Exec" and second["outcome"] == "PASS"
+    task = (folder / "attempt-2" / "task.md").read_text()
+    assert "THE EVALUATOR'S VERDICT" in task and "singular matrix" in task
+
+
+def _trail(folder: Path, agent: str) -> str:
+    attempt = folder / "attempt-1"
+    if agent == "mini-swe-agent":
+        return (attempt / "trajectory.json").read_text()
+    return (attempt / "agent-stdout.txt").read_text() + (attempt / "agent-stderr.txt").read_text()
