@@ -140,6 +140,39 @@ def test_an_agent_out_of_steps_is_an_agent_failure(bench, agent):
     assert verdict["llm"]["calls"] == 4
 
 
+def test_the_item_cost_limit_stops_the_model_calls(bench, server, agent):
+    verdict, folder = run(bench, "agent-loop", agent, "--pde-agent-cost=0.02")
+    assert verdict["outcome"] == "F-Exec" and verdict["source_failure"], verdict
+    assert verdict["reason"].startswith("agent refused without leaving solver.py"), verdict["reason"]
+    requests = [json.loads(line) for line in (folder / "attempt-1" / "llm-requests.jsonl").read_text().splitlines()]
+    answered = [r for r in requests if r["status"] == 200]
+    ending = json.loads((folder / "attempt-1" / "agent.json").read_text())
+    assert ending["status"] == "refused" and "cost limit" in ending["detail"], ending
+    if agent != "mini-swe-agent":  # the command agent asked once more and was told no (mini-swe-agent asks first)
+        assert requests[-1]["status"] == 403 and "cost limit" in requests[-1]["refused"]
+    # each call is priced before the next: the limit is passed by the last answered call at most
+    assert sum(r["cost_usd"] for r in answered[:-1]) < 0.02 <= verdict["llm"]["cost_usd"]
+
+
+def test_the_proxy_forwards_only_with_its_own_token_and_replaces_the_model(server, tmp_path):
+    from openai import AuthenticationError, OpenAI
+
+    from pytest_pdebench.agents.proxy import MeteringProxy
+    from pytest_pdebench.llm.registry import ModelSpec
+
+    spec = ModelSpec(name="agent-correct", model="agent-correct", base_url=server.url,
+                     input_usd_per_mtok=PRICE_IN, output_usd_per_mtok=PRICE_OUT)
+    with MeteringProxy(spec, SECRET, tmp_path / "requests.jsonl") as proxy:
+        with pytest.raises(AuthenticationError):
+            OpenAI(base_url=proxy.address, api_key=SECRET, max_retries=0).chat.completions.create(
+                model="agent-correct", messages=[{"role": "user", "content": "hi"}])
+        answer = OpenAI(base_url=proxy.address, api_key=proxy.token, max_retries=0).chat.completions.create(
+            model="some-pricier-model", messages=[{"role": "user", "content": "hi"}])
+    assert answer.model == "agent-correct" and "mswea_bash_command" in answer.choices[0].message.content
+    assert proxy.meter.calls == 1 and proxy.meter.input_tokens == answer.usage.prompt_tokens
+    assert proxy.meter.cost_usd == pytest.approx(spec.cost(answer.usage.prompt_tokens, answer.usage.completion_tokens))
+
+
 def test_a_command_past_its_time_is_stopped(bench, agent):
     if agent == "mini-swe-agent":  # one command over its limit: the agent is told and goes on
         verdict, folder = run(bench, "agent-sleep", agent, "--pde-agent-action-timeout=3")

@@ -121,8 +121,8 @@ class AgentSource:
                                unix_path=socket_path) as proxy:
                 end = self.run_agent(workspace, task_file, task, proxy, library)
             meter = proxy.meter.to_dict()
-        if proxy.meter.refused and end.status != "finished":
-            end = AgentEnd("refused", f"model calls refused: {end.detail}".strip(), end.audit)
+        if proxy.meter.refused and end.status not in ("finished", "refused"):  # it ended on the refusal
+            end = AgentEnd("refused", f"{proxy.refusal() or 'model calls refused'} (then: {end.detail})", end.audit)
         self._add_spent(item_dir, meter["cost_usd"])
         audit = {"task.md": task, **(end.audit or {}),
                  "agent.json": json.dumps({"agent": self.name, "model": self.spec.name, "status": end.status,

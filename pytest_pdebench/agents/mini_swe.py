@@ -40,6 +40,10 @@ STATUS_OF_EXIT = {"Submitted": "finished", "LimitsExceeded": "step-limit", "Time
                   "RepeatedFormatError": "format-errors"}
 
 
+class CallsRefused(RuntimeError):
+    """The item's cost limit or the run's budget is reached."""
+
+
 def _quiet_imports(config_dir: Path) -> None:
     """Before importing mini-swe-agent: no banner, no user config folded into the process
     environment, litellm's price table from the package (no download)."""
@@ -102,8 +106,19 @@ class MiniSweAgent(AgentSource):
         model_kwargs = {"api_base": proxy.address, "api_key": proxy.token}
         if self.spec.temperature is not None:
             model_kwargs["temperature"] = self.spec.temperature
-        model = LitellmTextbasedModel(model_name=f"openai/{self.spec.name}", model_kwargs=model_kwargs,
-                                      cost_tracking="ignore_errors")
+        class MeteredModel(LitellmTextbasedModel):
+            """Asks the proxy first: a refused call is final (mini-swe-agent would retry it ten times)."""
+
+            abort_exceptions = [*LitellmTextbasedModel.abort_exceptions, CallsRefused]
+
+            def query(self, messages, **kwargs):
+                refusal = proxy.refusal()
+                if refusal:
+                    raise CallsRefused(refusal)
+                return super().query(messages, **kwargs)
+
+        model = MeteredModel(model_name=f"openai/{self.spec.name}", model_kwargs=model_kwargs,
+                             cost_tracking="ignore_errors")
         environment = SandboxEnvironment(self.settings, library, workspace, self.limits.action_sec)
         agent = DefaultAgent(model, environment, system_template=SYSTEM, instance_template="{{task}}",
                              step_limit=self.limits.steps, cost_limit=0, wall_time_limit_seconds=int(self.limits.wall_sec))
@@ -111,7 +126,9 @@ class MiniSweAgent(AgentSource):
             result = agent.run(task)
             status = STATUS_OF_EXIT.get(result.get("exit_status", ""), "crashed")
             detail = "" if status == "finished" else str(result.get("exit_status", ""))
-        except Exception as exc:  # a model call refused or failed for good, an error in the loop
+        except CallsRefused as exc:
+            status, detail = "refused", str(exc)
+        except Exception as exc:  # a model call failed for good, an error in the loop
             status, detail = "crashed", f"{type(exc).__name__}: {exc}"[:500]
         if status == "step-limit":
             detail = f"{self.limits.steps} model calls"
