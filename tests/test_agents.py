@@ -138,6 +138,14 @@ def test_an_agent_out_of_steps_is_an_agent_failure(bench, agent):
     status = json.loads((folder / "attempt-1" / "agent.json").read_text())["status"]
     assert status == ("step-limit" if agent == "mini-swe-agent" else "crashed")
     assert verdict["llm"]["calls"] == 4
+    # the report counts it apart from the solver failures
+    done = subprocess.run([str(Path(sys.executable).with_name("pdebench")), "report", str(bench / "report-agent-loop.json"),
+                           "--out", str(bench / "report"), "--no-figures"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    page = (bench / "report" / "report.md").read_text()
+    assert "1 agent failures" in page and "agent failure" in page.split("F-Exec reasons")[1]
+    name = "mini-swe-agent (agent-loop)" if agent == "mini-swe-agent" else "tiny_agent.py (agent-loop)"
+    assert f"| {name} " in page
 
 
 def test_the_item_cost_limit_stops_the_model_calls(bench, server, agent):

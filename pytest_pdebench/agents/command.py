@@ -25,11 +25,20 @@ LOOPBACK_PORT = 8377  # inside the sandbox's own network namespace: nothing else
 LOG_CHARS = 200_000
 
 
+INTERPRETERS = {"python", "python3", "sh", "bash", "env", "node", "uv", "uvx", "exec"}
+
+
+def _program_name(command: str) -> str:
+    """Names the agent in reports: the first word that is not an interpreter (its script)."""
+    words = [w.rsplit("/", 1)[-1] for w in shlex.split(command) if not w.startswith("-")]
+    return next((w for w in words if w not in INTERPRETERS and "=" not in w), words[0] if words else "command")
+
+
 class CommandAgent(AgentSource):
     def __init__(self, command: str, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.command = command
-        self.name = shlex.split(command)[0].rsplit("/", 1)[-1] if command.strip() else "command"
+        self.name = _program_name(command)
 
     def run_agent(self, workspace, task_file, task, proxy: MeteringProxy, library) -> AgentEnd:
         runtime = self.settings.runtime(library)

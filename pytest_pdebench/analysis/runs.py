@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_type", "outcome", "reason",
-              "exec_category", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
+              "exec_category", "source_failure", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
               "alpha_acc", "alpha_time", "tau_min", "tau_max", "attempts", "first_pass_attempt",
               "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "image",
               "calibration", "artifacts", "timed_failure")
@@ -56,6 +56,9 @@ class Run:
     rows: list[dict] = field(default_factory=list)
 
 
+AGENT_FAILURE = "agent failure"  # F-Exec that is not the solver's (issue 14): the agent crashed or hit a limit
+
+
 def exec_category(reason: str) -> str:
     for category, markers in EXEC_CATEGORIES:
         if any(marker in reason for marker in markers):
@@ -65,6 +68,8 @@ def exec_category(reason: str) -> str:
 
 def system_of(verdict: dict) -> str:
     llm = verdict.get("llm")
+    if llm and llm.get("agent"):
+        return f"{llm['agent']} ({llm['model']})"
     if llm:
         return llm["model"] + (" (template)" if llm.get("prompt_mode") == "template" else "")
     source = str(verdict.get("source") or "?").rstrip("/")
@@ -84,7 +89,9 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "case_id": verdict["case_id"], "family": verdict.get("family", "?"), "domain": verdict.get("domain", ""),
         "math_type": "+".join(math_type) if isinstance(math_type, list) else str(math_type),
         "outcome": verdict["outcome"], "reason": verdict.get("reason", ""),
-        "exec_category": exec_category(verdict.get("reason", "")) if verdict["outcome"] == "F-Exec" else "",
+        "exec_category": ("" if verdict["outcome"] != "F-Exec" else AGENT_FAILURE if verdict.get("source_failure")
+                          else exec_category(verdict.get("reason", ""))),
+        "source_failure": bool(verdict.get("source_failure")),
         "timed_runs": list(verdict.get("timed_runs") or []),
         "attempts": len(attempts) or 1, "first_pass_attempt": first_pass, "attempt_history": attempts,
         "prompt_mode": llm.get("prompt_mode", ""), "input_tokens": llm.get("input_tokens"),

@@ -96,8 +96,12 @@ def stage_table(rows: list[dict]) -> Table:
         n = len(part)
         executed = n - counts["F-Exec"]
         accurate = counts["PASS"] + counts["F-Time"]
-        body.append([system, library, n, *(f"{counts[o]} ({100 * counts[o] / n:.1f}%)" for o in OUTCOMES),
-                     _share(executed, n), _share(accurate, executed), _share(counts["PASS"], accurate)])
+        cells = [f"{counts[o]} ({100 * counts[o] / n:.1f}%)" for o in OUTCOMES]
+        agent_failures = sum(r.get("source_failure", False) for r in part)
+        if agent_failures:  # counted apart: the agent, not its solver, failed
+            cells[1] += f"; {agent_failures} agent failures"
+        body.append([system, library, n, *cells, _share(executed, n), _share(accurate, executed),
+                     _share(counts["PASS"], accurate)])
     return Table("stages", "Stage breakdown", ["system", "library", "runs", *OUTCOMES, "executed",
                                                "accurate given executed", "fast given accurate"], body)
 
