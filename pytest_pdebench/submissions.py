@@ -68,14 +68,22 @@ class DirectorySource:
         for path in candidates:
             if path.is_file():
                 solver_name = f"solver{path.suffix}"
-                files = {solver_name: path.read_bytes()}
+                files = {solver_name: self._read(path)}
                 for folder in dict.fromkeys([self.directory, path.parent]):  # the solver's own folder last
                     for suffix in HELPER_SUFFIXES.get(path.suffix, (path.suffix,)):
                         for helper in sorted(folder.glob(f"_*{suffix}")):
-                            files[helper.name] = helper.read_bytes()
+                            files[helper.name] = self._read(helper)
                 return Submission(solver_name, files, str(path))
         shown = ", ".join(str(p.relative_to(self.directory)) for p in candidates)
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")
+
+    def _read(self, path: Path) -> bytes:
+        """A solver or helper file; a link may point within the folder only (one to a
+        reference or calibration would carry the answer into the sandbox)."""
+        target = path.resolve()
+        if not target.is_relative_to(self.directory.resolve()):
+            raise NoSubmission(f"{path} links to {target}, outside {self.directory}: not followed")
+        return target.read_bytes()
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
         from .attempts import Draft

@@ -56,6 +56,8 @@ AGENT_SCRIPTS = {
     "agent-network": ["python3 -c \"import urllib.request; urllib.request.urlopen('http://93.184.215.14', timeout=3)\"; "
                       "echo exit=$?", DONE],
     "agent-env": ["env; echo ENV-END", DONE],
+    # a correct solver, and a helper that is a link to a host file (the harness reads helpers on the host)
+    "agent-link": [heredoc("solver.py", CORRECT), f"ln -s {REPO}/cases/suite.jsonl _cases.py", DONE],
     # evaluator-only files: the calibrations and references of the checkout, any case file
     "agent-snoop": [f"ls {REPO}/calibrations {REPO}/cases/references; echo snoop=$?; "
                     "find /work /root /home /tmp /sandbox /opt -name 'suite.jsonl' 2>/dev/null; echo find-done", DONE],

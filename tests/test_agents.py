@@ -22,8 +22,8 @@ pytestmark = pytest.mark.usefixtures("dolfinx_available")
 SECRET = "sk-the-harness-own-secret-0451"
 PRICE_IN, PRICE_OUT = 3.0, 15.0  # USD per million tokens, in the test registry
 TINY_AGENT = Path(__file__).parent / "data" / "agents" / "tiny_agent.py"
-MODELS = ("agent-correct", "agent-stale-output", "agent-network", "agent-env", "agent-snoop", "agent-loop",
-          "agent-sleep", "agent-repair")
+MODELS = ("agent-correct", "agent-stale-output", "agent-network", "agent-env", "agent-snoop", "agent-link",
+          "agent-loop", "agent-sleep", "agent-repair")
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +127,12 @@ def test_the_agent_cannot_read_what_only_the_evaluator_may(bench, agent):
     trail = _trail(folder, agent)
     assert "snoop=2" in trail and "find-done" in trail, trail[-2000:]  # ls found nothing; find ran
     assert "cases/suite.jsonl" not in trail and "No such file" in trail
+
+
+def test_a_link_the_agent_leaves_is_not_followed_on_the_host(bench, agent):
+    verdict, folder = run(bench, "agent-link", agent)
+    assert (folder / "workspace" / "_cases.py").is_symlink()
+    assert verdict["outcome"] == "F-Exec" and "_cases.py is a symbolic link" in verdict["reason"], verdict
 
 
 def test_an_agent_out_of_steps_is_an_agent_failure(bench, agent):

@@ -182,6 +182,23 @@ def test_no_solver_for_a_case_is_an_exec_failure(pytester, suite, dolfinx_availa
     result.stdout.fnmatch_lines(["*F-Exec: no solver for case 'poisson_basic'*dolfinx/poisson_basic.py*"])
 
 
+def test_a_solver_folder_link_is_followed_only_within_the_folder(pytester, suite, dolfinx_available):
+    folder = pytester.mkdir("linked")
+    (folder / "dolfinx").mkdir()
+    (folder / "shared.py").write_text("def solve(case_spec):\n    raise RuntimeError('ran the linked solver')\n")
+    (folder / "dolfinx" / "poisson_basic.py").symlink_to(folder / "shared.py")  # inside: followed
+    outside = pytester.path / "answer.txt"
+    outside.write_text("the stored answer")
+    (folder / "_answer.py").symlink_to(outside)  # a helper outside the folder: refused
+    common = ["-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={folder}",
+              f"--pde-calibrations={pytester.path / 'calib'}", "--pde-library=dolfinx", "-k", "poisson_basic"]
+    result = pytester.runpytest(*common)
+    result.stdout.fnmatch_lines(["*F-Exec: *_answer.py links to *answer.txt, outside *linked: not followed*"])
+    (folder / "_answer.py").unlink()
+    result = pytester.runpytest(*common)
+    result.stdout.fnmatch_lines(["*F-Exec:*ran the linked solver*"])
+
+
 def test_header_names_mode_machine_and_sandbox(pytester, suite):
     result = pytester.runpytest(*options(suite, "--collect-only", "-q", "-v"))
     result.stdout.fnmatch_lines(["pdebench: evaluation of *oracle on dolfinx, firedrake, dealii; machine *; "

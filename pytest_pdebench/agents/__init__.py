@@ -32,11 +32,14 @@ from ..cases import CaseRecord, agent_view
 from ..llm.cache import SpendLedger
 from ..llm.registry import ModelSpec
 from ..prompts import agent_answer, agent_feedback_task, single_shot_prompt
+from ..run_files import UnsafeOutput, read_run_file
 from ..submissions import HELPER_SUFFIXES, Submission
 from .proxy import MeteringProxy
 
 MINI_SWE_AGENT = "mini-swe-agent"
 WORKSPACE = "workspace"
+SOURCE_CAP_BYTES = 4 * 1024 * 1024  # per solver or helper file
+AGENT_CACHE = ".agent-cache"  # the agent's XDG cache (compiled kernels...), per item and run
 SPENT_FILE = ".agent-spent.json"  # the item's spending over its attempts (the cost limit is per item)
 
 
@@ -100,7 +103,8 @@ class AgentSource:
         workspace = item_dir / WORKSPACE
         task = self.task_text(record, library)
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
-            shutil.rmtree(workspace, ignore_errors=True)
+            for stale in (workspace, item_dir / AGENT_CACHE):  # nothing carried over from an earlier run
+                shutil.rmtree(stale, ignore_errors=True)
             (item_dir / SPENT_FILE).unlink(missing_ok=True)
             workspace.mkdir(parents=True)
             (workspace / "case_spec.json").write_text(json.dumps(agent_view(record, library), indent=1))
@@ -133,7 +137,10 @@ class AgentSource:
             requests_log.unlink()
         usage = {"input_tokens": meter["input_tokens"], "output_tokens": meter["output_tokens"],
                  "cost_usd": meter["cost_usd"], "calls": meter["calls"], "agent_status": end.status}
-        submission = _harvest(workspace, solver, item_dir / f"attempt-{attempt}")
+        try:
+            submission = _harvest(workspace, solver, item_dir / f"attempt-{attempt}")
+        except UnsafeOutput as exc:
+            return Draft(None, reason=f"the files the agent left are refused: {exc}", usage=usage, audit=audit)
         if submission is not None:
             return Draft(submission, usage=usage, audit=audit)
         if end.agent_fault:  # not the solver's fault: counted apart in the report
@@ -159,13 +166,16 @@ class AgentSource:
 
 
 def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | None:
-    """The solver the agent left, with its helpers (the same rule as a folder of solvers)."""
-    if not solver.is_file():
+    """The solver the agent left, with its helpers (the same rule as a folder of solvers),
+    read as regular files only: the agent wrote them from inside a sandbox, and a link
+    there would be followed here, on the host (to a reference, say). UnsafeOutput then."""
+    content = read_run_file(workspace, solver.name, SOURCE_CAP_BYTES)
+    if content is None:
         return None
-    files = {solver.name: solver.read_bytes()}
+    files = {solver.name: content}
     for suffix in HELPER_SUFFIXES[solver.suffix]:
         for helper in sorted(workspace.glob(f"_*{suffix}")):
-            files[helper.name] = helper.read_bytes()
+            files[helper.name] = read_run_file(workspace, helper.name, SOURCE_CAP_BYTES)
     return Submission(solver.name, files, str(origin_dir / solver.name))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..libraries import get_track
 from ..sandbox import Limits, get_backend
-from . import AgentEnd, AgentSource, literal
+from . import AGENT_CACHE, AgentEnd, AgentSource, literal
 from .proxy import MeteringProxy
 
 FORWARDER = Path(__file__).with_name("forwarder.py")
@@ -45,7 +45,7 @@ class CommandAgent(AgentSource):
         backend = get_backend(self.settings.sandbox)
         if backend.name == "docker":
             raise NotImplementedError("command agents run under --pde-sandbox=bubblewrap (or none) for now")
-        cache = workspace.parent / ".agent-cache"
+        cache = workspace.parent / AGENT_CACHE
         cache.mkdir(exist_ok=True)
         limits = Limits(timeout_sec=self.limits.wall_sec, memory_mb=self.settings.memory_mb)
         request = get_track(library).run_request(runtime, "solver", workspace, cache, limits)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..libraries import get_track
 from ..sandbox import Limits, get_backend
-from . import AgentEnd, AgentSource, literal
+from . import AGENT_CACHE, AgentEnd, AgentSource, literal
 
 DONE_WORD = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's end-of-task signal
 OUTPUT_CHARS = 10_000  # of one command's output, shown to the model
@@ -68,7 +68,7 @@ class SandboxEnvironment:
 
         command = action.get("command", "")
         self.actions += 1
-        cache = self.workspace.parent / ".agent-cache"
+        cache = self.workspace.parent / AGENT_CACHE
         cache.mkdir(exist_ok=True)
         limits = Limits(timeout_sec=timeout or self.action_sec, memory_mb=self.settings.memory_mb)
         request = get_track(self.library).run_request(self.runtime, "solver", self.workspace, cache, limits)
