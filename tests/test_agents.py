@@ -168,6 +168,23 @@ def test_the_item_cost_limit_stops_the_model_calls(bench, server, agent):
     assert sum(r["cost_usd"] for r in answered[:-1]) < 0.02 <= verdict["llm"]["cost_usd"]
 
 
+def test_the_run_budget_stops_the_agent_and_skips_the_items_after_it(bench, server):
+    records = [record_dict(new_id="toy_a", nx=20, ny=20), record_dict(new_id="toy_b", nx=24, ny=24)]
+    write_jsonl(bench / "cases.jsonl", records)
+    write_calibration(bench / "calibrations", "dolfinx", records, 1e-4, 5.0)
+    report = bench / "report-budget.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "-rs",
+         f"--pde-cases={bench / 'cases.jsonl'}", "--pde-model=agent-loop", f"--pde-models={bench / 'models.toml'}",
+         f"--pde-agent={command_agent()}", f"--pde-calibrations={bench / 'calibrations'}", "--pde-budget=0.02",
+         f"--pde-output={bench / 'out'}", "--json-report", f"--json-report-file={report}"],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})
+    outcomes = outcomes_from_report(report)
+    assert list(outcomes) == ["toy_a"], done.stdout[-3000:]  # toy_b never started
+    assert outcomes["toy_a"]["source_failure"] and "budget" in outcomes["toy_a"]["reason"]
+    assert "not run: budget reached" in done.stdout
+
+
 def test_the_proxy_forwards_only_with_its_own_token_and_replaces_the_model(server, tmp_path):
     from openai import AuthenticationError, OpenAI
 

@@ -100,6 +100,11 @@ class AgentSource:
                                   answer=agent_answer(library))
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+        if self.ledger.exhausted():  # as for a model: the items after the budget are not run
+            from ..generation import NotRun
+
+            raise NotRun(f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
+                         f"(--pde-budget); no new agent runs")
         workspace = item_dir / WORKSPACE
         task = self.task_text(record, library)
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
