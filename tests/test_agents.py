@@ -185,6 +185,18 @@ def test_the_run_budget_stops_the_agent_and_skips_the_items_after_it(bench, serv
     assert "not run: budget reached" in done.stdout
 
 
+def test_resume_replays_finished_agents_without_new_calls(bench, server, agent):
+    verdict, folder = run(bench, "agent-repair", agent, "--pde-attempts=2")
+    assert verdict["outcome"] == "PASS"
+    calls = len(server.for_model("agent-repair"))
+    again, _ = run(bench, "agent-repair", agent, "--pde-attempts=2", "--pde-resume")
+    assert len(server.for_model("agent-repair")) == calls  # nothing asked again
+    assert again["outcome"] == "PASS" and all(a["resumed"] for a in again["llm"]["attempts"])
+    assert again["llm"]["cost_usd"] == verdict["llm"]["cost_usd"]  # what the item cost, once
+    fresh, _ = run(bench, "agent-repair", agent, "--pde-attempts=2")  # without --pde-resume: the agent again
+    assert fresh["outcome"] == "PASS" and len(server.for_model("agent-repair")) > calls
+
+
 def test_the_proxy_forwards_only_with_its_own_token_and_replaces_the_model(server, tmp_path):
     from openai import AuthenticationError, OpenAI
 

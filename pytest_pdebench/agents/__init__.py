@@ -20,6 +20,7 @@ files for the solver it left.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..attempts import Draft, Feedback
+from ..calibration import case_fingerprint
 from ..cases import CaseRecord, agent_view
 from ..llm.cache import SpendLedger
 from ..llm.registry import ModelSpec
@@ -40,7 +42,8 @@ MINI_SWE_AGENT = "mini-swe-agent"
 WORKSPACE = "workspace"
 SOURCE_CAP_BYTES = 4 * 1024 * 1024  # per solver or helper file
 AGENT_CACHE = ".agent-cache"  # the agent's XDG cache (compiled kernels...), per item and run
-SPENT_FILE = ".agent-spent.json"  # the item's spending over its attempts (the cost limit is per item)
+SPENT_FILE = ".agent-spent.json"
+DRAFT_FILE = "draft.json"  # what --pde-resume replays: the attempt's solver files, usage and audit  # the item's spending over its attempts (the cost limit is per item)
 
 
 def literal(text: str) -> str:
@@ -100,6 +103,27 @@ class AgentSource:
                                   answer=agent_answer(library))
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+        """The attempt's draft: the agent's run, or under --pde-resume the stored draft of the
+        same attempt (same agent, model, case and feedback), so an interrupted run does not
+        pay for finished agents again."""
+        key = hashlib.sha256(json.dumps([self.label, getattr(self, "command", ""), case_fingerprint(record, library),
+                                         attempt, feedback.facts if feedback else None], sort_keys=True,
+                                        default=str).encode()).hexdigest()[:16]
+        attempt_dir = item_dir / f"attempt-{attempt}"
+        if self.settings.resume:
+            stored = _stored_draft(attempt_dir, key)
+            if stored is not None:
+                return stored
+        draft = self._run_attempt(record, library, item_dir, attempt, feedback)
+        draft.audit[DRAFT_FILE] = json.dumps({
+            "key": key, "reason": draft.reason, "usage": draft.usage, "source_failure": draft.source_failure,
+            "solver": draft.submission.solver_name if draft.submission else None,
+            "files": sorted(draft.submission.files) if draft.submission else [], "audit": sorted(draft.audit),
+        }, indent=1) + "\n"
+        return draft
+
+    def _run_attempt(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
+                     feedback: Feedback | None) -> Draft:
         if self.ledger.exhausted():  # as for a model: the items after the budget are not run
             from ..generation import NotRun
 
@@ -168,6 +192,24 @@ class AgentSource:
 
     def _add_spent(self, item_dir: Path, usd: float) -> None:
         (item_dir / SPENT_FILE).write_text(json.dumps({"usd": self._spent(item_dir) + usd}))
+
+
+def _stored_draft(attempt_dir: Path, key: str) -> Draft | None:
+    """The draft an earlier run stored for this attempt, if its key matches and its files
+    are all there (the gates keep the solver's files in the attempt folder)."""
+    try:
+        stored = json.loads((attempt_dir / DRAFT_FILE).read_text())
+        if stored["key"] != key:
+            return None
+        files = {name: read_run_file(attempt_dir, name, SOURCE_CAP_BYTES) for name in stored["files"]}
+        audit = {name: (attempt_dir / name).read_text() for name in stored["audit"]}
+    except (OSError, ValueError, KeyError, UnsafeOutput):
+        return None
+    if any(content is None for content in files.values()):
+        return None
+    submission = Submission(stored["solver"], files, str(attempt_dir / stored["solver"])) if files else None
+    return Draft(submission, reason=stored["reason"], usage={**stored["usage"], "resumed": True}, audit=audit,
+                 source_failure=stored["source_failure"])
 
 
 def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | None:
