@@ -167,7 +167,9 @@ give your program (`case_spec.json`). You may create files and run commands ther
 target library is installed, the network is not reachable. You may try your program
 ({trial}); nothing tells you the hidden thresholds. When you are done, leave the complete
 program in `{solver}` in this folder (with any helper files it includes, named {helpers}):
-the evaluator then runs that file alone, in a fresh sandbox, as described above."""
+the evaluator then runs that file alone, in a fresh sandbox, as described above, on this
+case with an evaluation grid of its own: the grid here is for trials, so read `nx`, `ny`
+(and `nz`) from the case specification at run time."""
 
 
 def agent_feedback_task(attempt: int, feedback: dict, library: str) -> str:

@@ -53,6 +53,12 @@ AGENT_SCRIPTS = {
     # a correct run leaves solution.npz in the folder; then a solver that writes nothing
     "agent-stale-output": [heredoc("solver.py", CORRECT), TRY, heredoc("solver.py", "def solve(case_spec):\n    pass\n"),
                            DONE],
+    # solve in the folder, then leave a solver that only writes the stored result
+    "agent-embed": [heredoc("solver.py", CORRECT), TRY, "python3 - <<'PY'\nimport base64\n"
+                    "blob = base64.b64encode(open('solution.npz', 'rb').read()).decode()\n"
+                    "open('solver.py', 'w').write('import base64, json\\ndef solve(case_spec):\\n'\n"
+                    "    f'    open(\"solution.npz\", \"wb\").write(base64.b64decode(\"{blob}\"))\\n'\n"
+                    "    '    json.dump(dict(wall_time_sec=0.0, status=\"ok\"), open(\"meta.json\", \"w\"))\\n')\nPY", DONE],
     "agent-network": ["python3 -c \"import urllib.request; urllib.request.urlopen('http://93.184.215.14', timeout=3)\"; "
                       "echo exit=$?", DONE],
     "agent-env": ["env; echo ENV-END", DONE],

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("dolfinx_available")
 SECRET = "sk-the-harness-own-secret-0451"
 PRICE_IN, PRICE_OUT = 3.0, 15.0  # USD per million tokens, in the test registry
 TINY_AGENT = Path(__file__).parent / "data" / "agents" / "tiny_agent.py"
-MODELS = ("agent-correct", "agent-stale-output", "agent-network", "agent-env", "agent-snoop", "agent-link",
+MODELS = ("agent-correct", "agent-stale-output", "agent-embed", "agent-network", "agent-env", "agent-snoop", "agent-link",
           "agent-loop", "agent-sleep", "agent-repair")
 
 
@@ -103,6 +103,15 @@ def test_the_evaluation_judges_the_solver_not_what_the_agent_left_beside_it(benc
     verdict, folder = run(bench, "agent-stale-output", agent)
     assert (folder / "workspace" / "solution.npz").is_file()  # a correct field, from the agent's trial
     assert verdict["outcome"] == "F-Exec" and not verdict["source_failure"], verdict
+
+
+def test_values_computed_in_the_folder_and_written_into_the_solver_do_not_pass(bench, agent):
+    verdict, folder = run(bench, "agent-embed", agent)
+    solver = (folder / "workspace" / "solver.py").read_text()
+    assert "b64decode" in solver and "case_spec[" not in solver  # the solver writes stored values only
+    trial = json.loads((folder / "workspace" / "case_spec.json").read_text())["case_spec"]["eval_grid"]
+    assert (trial["nx"], trial["ny"]) != (20, 20)  # the agent's trial grid is not the evaluation's
+    assert verdict["outcome"] == "F-Exec" and "shape" in verdict["reason"], verdict["reason"]
 
 
 def test_the_agent_has_no_network(bench, agent):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import shutil
 import tempfile
 import time
@@ -39,6 +40,7 @@ from ..submissions import HELPER_SUFFIXES, Submission
 from .proxy import MeteringProxy
 
 MINI_SWE_AGENT = "mini-swe-agent"
+_random = random.SystemRandom()  # the trial grid must not be predictable from this code
 WORKSPACE = "workspace"
 SOURCE_CAP_BYTES = 4 * 1024 * 1024  # per solver or helper file
 AGENT_CACHE = ".agent-cache"  # the agent's XDG cache (compiled kernels...), per item and run
@@ -97,8 +99,7 @@ class AgentSource:
         """Run the agent on ``task`` (also in ``workspace/task_file``) until it ends."""
         raise NotImplementedError
 
-    def task_text(self, record: CaseRecord, library: str) -> str:
-        view = agent_view(record, library)
+    def task_text(self, view: dict, record: CaseRecord, library: str) -> str:
         return single_shot_prompt(view, record.evaluation_config.timeout_sec, self.guides_dir,
                                   answer=agent_answer(library))
 
@@ -130,13 +131,14 @@ class AgentSource:
             raise NotRun(f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
                          f"(--pde-budget); no new agent runs")
         workspace = item_dir / WORKSPACE
-        task = self.task_text(record, library)
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
             for stale in (workspace, item_dir / AGENT_CACHE):  # nothing carried over from an earlier run
                 shutil.rmtree(stale, ignore_errors=True)
             (item_dir / SPENT_FILE).unlink(missing_ok=True)
             workspace.mkdir(parents=True)
-            (workspace / "case_spec.json").write_text(json.dumps(agent_view(record, library), indent=1))
+            view = trial_view(record, library)
+            (workspace / "case_spec.json").write_text(json.dumps(view, indent=1))
+            task = self.task_text(view, record, library)
         else:  # the verdict, as a new task beside the first
             task = agent_feedback_task(attempt, feedback.facts, library)
         task_file = "TASK.md" if attempt == 1 else f"TASK-{attempt}.md"
@@ -192,6 +194,20 @@ class AgentSource:
 
     def _add_spent(self, item_dir: Path, usd: float) -> None:
         (item_dir / SPENT_FILE).write_text(json.dumps({"usd": self._spent(item_dir) + usd}))
+
+
+def trial_view(record: CaseRecord, library: str) -> dict:
+    """The agent's view of the case with a trial evaluation grid: each axis 2 to 7 points
+    off, at random. The evaluation runs the solver on the case's own grid, so values the
+    agent computed in its folder and wrote into its solver have the wrong shape; a solver
+    that reads the grid from case_spec, as the contract asks, sees no difference."""
+    view = agent_view(record, library)
+    grid = view["case_spec"]["eval_grid"]
+    for axis in ("nx", "ny", "nz"):
+        if grid.get(axis):
+            shift = _random.randint(2, 7)
+            grid[axis] = grid[axis] + shift if grid[axis] - shift < 8 or _random.random() < 0.5 else grid[axis] - shift
+    return view
 
 
 def _stored_draft(attempt_dir: Path, key: str) -> Draft | None:
