@@ -35,6 +35,7 @@ def _pump(source: socket.socket, target: socket.socket) -> None:
 def _serve(listener: socket.socket, path: str) -> None:
     while True:
         client, _ = listener.accept()
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # answers arrive in pieces: no Nagle wait
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.connect(path)
