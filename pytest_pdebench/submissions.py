@@ -78,11 +78,13 @@ class DirectorySource:
         raise NoSubmission(f"no solver for case {record.id!r} in {self.directory} (looked for {shown})")
 
     def _read(self, path: Path) -> bytes:
-        """A solver or helper file; a link may point within the folder only (one to a
-        reference or calibration would carry the answer into the sandbox)."""
+        """A solver or helper file. A link is followed within the folder, and outside it
+        only to a source file of the same kind (a helper shared by several folders): one
+        to a reference, a calibration or a case file would carry the answer into the sandbox."""
         target = path.resolve()
-        if not target.is_relative_to(self.directory.resolve()):
-            raise NoSubmission(f"{path} links to {target}, outside {self.directory}: not followed")
+        if not target.is_relative_to(self.directory.resolve()) and target.suffix != path.suffix:
+            raise NoSubmission(f"{path} links to {target}, outside {self.directory} and not a {path.suffix} "
+                               f"file: not followed")
         return target.read_bytes()
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
