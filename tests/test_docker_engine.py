@@ -111,6 +111,32 @@ def test_dealii_oracle_compiles_and_passes_in_its_image(dealii_image, tmp_path):
         assert verdict["runtime_version"] == "9.4.1"
 
 
+# the quickest baseline of each of the Firedrake track's 8 families
+FIREDRAKE_CASES = ["biharmonic_plate_dumbbell_025", "cd_rotating_t_junction_noexact_013",
+                   "elasticity_stiff_unit_square_049", "heat_short_unit_square_noexact_013", "helmholtz_k20_unit_square_006",
+                   "poisson_graded_kappa_sector_noexact_007", "rd_cubic_unit_square_noexact_003",
+                   "stokes_nu1_unit_square_noexact_009"]
+
+
+@pytest.mark.fem
+def test_firedrake_oracle_passes_in_its_image_where_it_was_built(container_engine, tmp_path):
+    """The Firedrake image takes 25-40 minutes to build (`pdebench containers build
+    firedrake`), so no test builds it; where it exists, its oracle runs one case per family."""
+    from pytest_pdebench.containers import ContainerError, image_for
+
+    try:
+        image_for("firedrake")
+    except ContainerError as exc:
+        pytest.skip(str(exc))
+    done, outcomes = run_track(tmp_path, "firedrake", REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
+                               "--pde-sandbox=docker", f"--pde-calibrations={tmp_path / 'calibrations'}",
+                               "-n", "2", "-k", " or ".join(FIREDRAKE_CASES), timeout=1800)
+    assert sorted(outcomes) == sorted(FIREDRAKE_CASES), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS" and verdict["sandbox"] == "docker", (case_id, verdict["reason"])
+        assert verdict["runtime_version"].startswith("2026.10"), verdict["runtime_version"]
+
+
 def test_an_llm_written_solver_runs_in_a_container(dolfinx_image, tmp_path):
     from llm_server import ScriptedServer
 
