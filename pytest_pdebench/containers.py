@@ -205,7 +205,9 @@ def image_for(track: str, override: str | None = None) -> tuple[str, dict]:
 def probe(image: str, argv: list[str], timeout: float = 120) -> str:
     """Run one short command in a throw-away container of the image (no network); its stdout."""
     engine = client()
-    container = engine.containers.create(image, argv, network_mode="none", user="65534:65534")
+    # a writable home and cache: importing a runtime may create its caches (Firedrake's does)
+    container = engine.containers.create(image, argv, network_mode="none", user="65534:65534",
+                                         environment={"HOME": "/tmp", "XDG_CACHE_HOME": "/tmp/cache"})
     try:
         container.start()
         code = container.wait(timeout=timeout)["StatusCode"]

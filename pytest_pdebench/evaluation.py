@@ -43,7 +43,7 @@ from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_bas
 from .cases import CaseRecord, agent_view
 from .grid import EvalGrid, valid_mask
 from .kernel_cache import Harvest, KernelCache, run_cache_folder
-from .libraries import Runtime, detect_runtime, get_track
+from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .reference import reference_fields
 from .sandbox import Limits, get_backend
 from .submissions import Submission
@@ -76,7 +76,10 @@ class Settings:
         """What, besides the machine, a baseline belongs to: the image of a container run."""
         if self.sandbox != "docker":
             return ""
-        return "docker-" + self.runtime(library).image.removeprefix("sha256:")[:12]
+        try:
+            return "docker-" + self.runtime(library).image.removeprefix("sha256:")[:12]
+        except RuntimeMissing:  # its items skip and say why; no calibration can match meanwhile
+            return "docker-unavailable"
 
     @property
     def calibrate_hint(self) -> str:

@@ -137,6 +137,17 @@ def test_firedrake_oracle_passes_in_its_image_where_it_was_built(container_engin
         assert verdict["runtime_version"].startswith("2026.10"), verdict["runtime_version"]
 
 
+def test_an_unusable_image_skips_its_items_and_says_why(container_engine, tmp_path):
+    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    done, outcomes = run_track(tmp_path, "dolfinx", tmp_path / "cases.jsonl", ORACLE, "--pde-sandbox=docker",
+                               "--pde-image=dolfinx=pdebench-no-such-image:0", "-rs",
+                               f"--pde-calibrations={tmp_path / 'calibrations'}")
+    assert "INTERNALERROR" not in done.stdout + done.stderr, done.stdout[-3000:]
+    assert "pdebench-no-such-image:0 for the dolfinx track is not there" in done.stdout, done.stdout[-3000:]
+    assert done.returncode == pytest.ExitCode.OK and not outcomes  # skipped, not failed
+
+
 def test_an_llm_written_solver_runs_in_a_container(dolfinx_image, tmp_path):
     from llm_server import ScriptedServer
 
