@@ -148,57 +148,43 @@ def test_an_unusable_image_skips_its_items_and_says_why(container_engine, tmp_pa
     assert done.returncode == pytest.ExitCode.OK and not outcomes  # skipped, not failed
 
 
-def test_an_llm_written_solver_runs_in_a_container(dolfinx_image, tmp_path):
+def model_run_in_containers(image: str, tmp_path, model: str, *extra: str) -> dict:
+    """One toy case, its solver written by the scripted server's ``model`` (directly or
+    through an agent), every run in containers; the item's verdict."""
     from llm_server import ScriptedServer
 
     records = [record_dict(new_id="toy_a", nx=20, ny=20)]
     write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, docker_machine(dolfinx_image))
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, docker_machine(image))
     report = tmp_path / "report.json"
     with ScriptedServer() as server:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
-             f"--pde-cases={tmp_path / 'cases.jsonl'}", "--pde-model=scripted-correct", f"--pde-base-url={server.url}",
+             f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-model={model}", f"--pde-base-url={server.url}",
              "--pde-api-key-env=PDEBENCH_TEST_KEY", f"--pde-calibrations={tmp_path / 'calibrations'}",
              f"--pde-output={tmp_path / 'out'}", f"--pde-llm-cache={tmp_path / 'cache'}", "--pde-sandbox=docker",
-             "--json-report", f"--json-report-file={report}"],
+             "--json-report", f"--json-report-file={report}", *extra],
             cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PDEBENCH_TEST_KEY": "k"})
     verdict = outcomes_from_report(report)["toy_a"]
     assert verdict["outcome"] == "PASS" and verdict["sandbox"] == "docker", done.stdout[-2000:]
+    return verdict
 
 
-def test_mini_swe_agent_acts_in_containers(dolfinx_image, tmp_path):
+def test_an_llm_written_solver_runs_in_a_container(dolfinx_image, tmp_path):
+    model_run_in_containers(dolfinx_image, tmp_path, "scripted-correct")
+
+
+def test_mini_swe_agent_acts_in_containers(engine, dolfinx_image, tmp_path):
     """Each command of the agent in a fresh container of the track's image; the solver it
     left, evaluated in another."""
     import importlib.util
 
-    from llm_server import ScriptedServer
-
     if importlib.util.find_spec("minisweagent") is None:
         pytest.skip("mini-swe-agent is not installed (pip install 'pytest-pdebench[agents]')")
-    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
-    write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, docker_machine(dolfinx_image))
-    report = tmp_path / "report.json"
-    with ScriptedServer() as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
-             f"--pde-cases={tmp_path / 'cases.jsonl'}", "--pde-model=agent-correct", f"--pde-base-url={server.url}",
-             "--pde-agent=mini-swe-agent", "--pde-api-key-env=PDEBENCH_TEST_KEY",
-             f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}",
-             "--pde-sandbox=docker", "--json-report", f"--json-report-file={report}"],
-            cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PDEBENCH_TEST_KEY": "k"})
-    verdict = outcomes_from_report(report)["toy_a"]
-    assert verdict["outcome"] == "PASS" and verdict["sandbox"] == "docker", done.stdout[-2000:]
+    model_run_in_containers(dolfinx_image, tmp_path, "agent-correct", "--pde-agent=mini-swe-agent")
     trajectory = (tmp_path / "out" / "dolfinx" / "toy_a" / "attempt-1" / "trajectory.json").read_text()
     assert "solution.npz" in trajectory and json.loads(trajectory)["info"]["pdebench"]["actions"] == 3  # write, try, done
-    assert pdebench_containers(docker_engine_client(), under=tmp_path) == []
-
-
-def docker_engine_client():
-    import docker
-
-    return docker.DockerClient(base_url=os.environ["DOCKER_HOST"], timeout=120)
+    assert pdebench_containers(engine, under=tmp_path) == []
 
 
 def test_ctrl_c_leaves_no_container_and_keeps_finished_work(engine, dolfinx_image, tmp_path):
