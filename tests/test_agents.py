@@ -49,7 +49,7 @@ def run(bench, model, agent, *extra):
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
          f"--pde-cases={bench / 'cases.jsonl'}", f"--pde-model={model}", f"--pde-models={bench / 'models.toml'}",
          f"--pde-agent={agent}", f"--pde-calibrations={bench / 'calibrations'}", f"--pde-output={bench / 'out'}",
-         "--json-report", f"--json-report-file={report}", *extra],
+         f"--pde-llm-cache={bench / 'cache'}", "--json-report", f"--json-report-file={report}", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})
     outcomes = outcomes_from_report(report) if report.exists() else {}
     assert "toy_a" in outcomes, done.stdout[-3000:] + done.stderr[-2000:]
@@ -186,6 +186,7 @@ def test_the_run_budget_stops_the_agent_and_skips_the_items_after_it(bench, serv
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "-rs",
          f"--pde-cases={bench / 'cases.jsonl'}", "--pde-model=agent-loop", f"--pde-models={bench / 'models.toml'}",
          f"--pde-agent={command_agent()}", f"--pde-calibrations={bench / 'calibrations'}", "--pde-budget=0.02",
+         f"--pde-llm-cache={bench / 'cache'}",
          f"--pde-output={bench / 'out'}", "--json-report", f"--json-report-file={report}"],
         cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})
     outcomes = outcomes_from_report(report)
