@@ -1,8 +1,11 @@
-"""The anchor's t_agent / t_base against a baseline calibrated under the same backend just
+"""The anchor's t_agent / t_base against a baseline calibrated under the same setting just
 before, on the quickest item of each family: is the time gate the same under bubblewrap
-and in containers? Prints figures; asserts nothing.
+(warm runner or a fresh interpreter per run) and in containers? And are the baselines of
+two settings the same (per item, the second's t_base over the first's)? Prints figures;
+asserts nothing.
 
-    .venv/bin/python benchmarks/backend_ratio.py [--backends bubblewrap,docker] [--folder DIR]
+    .venv/bin/python benchmarks/backend_ratio.py [--settings bubblewrap/cold,bubblewrap/warm,docker]
+                                                 [--folder DIR]
 
 The docker backend needs an engine (DOCKER_HOST; `pdebench containers engine`) and the
 DOLFINx image (`pdebench containers build dolfinx`).
@@ -27,36 +30,49 @@ ITEMS = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_03
          "burgers_nu005_star_026", "wave_c1_t_junction_027"]
 
 
-def run(backend: str, folder: Path, *extra: str) -> float:
+def run(setting: str, folder: Path, *extra: str) -> float:
+    backend, _, runner = setting.partition("/")
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pde-library=dolfinx",
                     f"--pde-submissions={REPO / 'submissions' / 'oracle'}", f"--pde-cases={REPO / 'cases' / 'suite.jsonl'}",
-                    f"--pde-sandbox={backend}", f"--pde-calibrations={folder / 'calibrations'}", "-n", "2",
+                    f"--pde-sandbox={backend}", f"--pde-runner={runner or 'warm'}",
+                    f"--pde-calibrations={folder / 'calibrations'}", "-n", "2",
                     "-k", " or ".join(ITEMS), *extra], cwd=REPO, check=True, capture_output=True)
     return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--backends", default="bubblewrap,docker")
+    parser.add_argument("--settings", default="bubblewrap/cold,bubblewrap/warm,docker",
+                        help="sandbox[/runner], comma-separated (the runner only matters for bubblewrap)")
     parser.add_argument("--folder", help="where calibrations, audit folders and reports go (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(args.folder or scratch)
-        for backend in args.backends.split(","):
-            folder = root / backend
-            calibrating = run(backend, folder, "--pde-calibrate", f"--pde-output={folder / 'calibration'}")
+        baselines = {}
+        for setting in args.settings.split(","):
+            folder = root / setting.replace("/", "-")
+            calibrating = run(setting, folder, "--pde-calibrate", f"--pde-output={folder / 'calibration'}")
             report = folder / "report.json"
-            evaluating = run(backend, folder, f"--pde-output={folder / 'evaluation'}", "--json-report",
+            evaluating = run(setting, folder, f"--pde-output={folder / 'evaluation'}", "--json-report",
                              f"--json-report-file={report}")
             verdicts = [test["metadata"]["pde"] for test in json.loads(report.read_text())["tests"]
                         if "metadata" in test]
             ratios = sorted(v["t_agent"] / v["t_base"] for v in verdicts if v.get("t_agent") and v.get("t_base"))
             passed = sum(v["outcome"] == "PASS" for v in verdicts)
-            print(f"{backend:10s} {passed} of {len(verdicts)} PASS; t_agent / t_base median "
+            baselines[setting] = {v["case_id"]: v["t_base"] for v in verdicts if v.get("t_base")}
+            print(f"{setting:16s} {passed} of {len(verdicts)} PASS; t_agent / t_base median "
                   f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); median t_base "
                   f"{statistics.median(v['t_base'] for v in verdicts):.2f} s; calibration {calibrating:.0f} s, "
                   f"evaluation {evaluating:.0f} s")
+
+        first, *others = list(baselines)
+        for other in others:
+            shared = sorted(set(baselines[first]) & set(baselines[other]))
+            ratios = sorted(baselines[other][case] / baselines[first][case] for case in shared)
+            if ratios:
+                print(f"t_base {other} / {first}: median {statistics.median(ratios):.2f} "
+                      f"({ratios[0]:.2f}-{ratios[-1]:.2f}) over {len(ratios)} items")
 
 
 if __name__ == "__main__":

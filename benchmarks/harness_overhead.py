@@ -2,6 +2,10 @@
 cost on top of the solver's own (timed) work. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/harness_overhead.py [--repeats 10] [--backends bubblewrap,none,docker]
+                                                    [--runners cold,warm]
+
+With bubblewrap, ``--runners`` measures both runners: ``cold`` starts a fresh interpreter
+per run, ``warm`` forks it from a zygote that imported the track once (sandbox/warm.py).
 
 The docker backend needs an engine (DOCKER_HOST; `pdebench containers engine`) and the
 DOLFINx image (`pdebench containers build dolfinx`): its figure is the whole container
@@ -11,6 +15,7 @@ life (create, copy in, start, wait, copy out, remove) around the same empty solv
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -26,6 +31,7 @@ from pytest_pdebench.cases import load_cases  # noqa: E402
 from pytest_pdebench.evaluation import Settings, evaluate  # noqa: E402
 from pytest_pdebench.libraries import detect_runtime, get_track  # noqa: E402
 from pytest_pdebench.sandbox import Limits, get_backend  # noqa: E402
+from pytest_pdebench.speed import probe_seconds  # noqa: E402
 from pytest_pdebench.submissions import Submission  # noqa: E402
 
 EXACT_SOLVER = b"""
@@ -46,7 +52,7 @@ def median_ms(values) -> str:
     return f"{1000 * statistics.median(values):7.1f} ms"
 
 
-def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[float], list[float]]:
+def process_start(backend_name: str, preload: bool, repeats: int, runner: str = "cold") -> tuple[list[float], list[float]]:
     """Wall time of a run whose solve() does nothing, and its timed window."""
     sandbox = "docker" if backend_name == "docker" else "bubblewrap"  # the runtime lives in the image
     track, runtime = get_track("dolfinx"), detect_runtime("dolfinx", sandbox)
@@ -61,6 +67,10 @@ def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[
             request = track.run_request(runtime, "solver.py", work, cache, Limits(timeout_sec=60))
             if not preload:
                 request.argv[-1] = ""
+            if runner == "warm":
+                spec = track.warm_spec("solver.py")
+                request.warm = spec if preload else dataclasses.replace(spec, preload="", zygote_preload="",
+                                                                        defer_mpi=False)
             result = get_backend(backend_name).run(request)
             assert result.returncode == 0, result.stderr
             walls.append(result.wall_sec)
@@ -68,14 +78,15 @@ def process_start(backend_name: str, preload: bool, repeats: int) -> tuple[list[
     return walls, windows
 
 
-def whole_items(repeats: int) -> list[tuple[float, float]]:
-    """(item wall time, time inside solver processes) for poisson_basic with an exact solver."""
+def whole_items(repeats: int, runner: str, runs: int) -> list[tuple[float, float]]:
+    """(item wall time, time inside solver processes) for poisson_basic with an exact
+    solver: one gated run and ``runs`` timed runs."""
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
     thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(output_dir=Path(tmp))
+        settings = Settings(output_dir=Path(tmp), runner=runner, runs=runs)
         for _ in range(repeats):
             started = time.perf_counter()
             verdict = evaluate(record, "dolfinx", submission, "benchmark", thresholds, settings, REPO / "tests" / "cases")
@@ -89,20 +100,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--backends", default="bubblewrap,none")
+    parser.add_argument("--runners", default="cold,warm", help="bubblewrap only: cold, warm or both")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per item (besides the gated one)")
     args = parser.parse_args()
-    print(f"DOLFINx {detect_runtime('dolfinx').version}; medians of {args.repeats} runs\n")
+    print(f"DOLFINx {detect_runtime('dolfinx').version}; medians of {args.repeats} runs; "
+          f"speed probe {probe_seconds():.4f} s\n")
+    runners = args.runners.split(",")
     for backend in args.backends.split(","):
-        walls, windows = process_start(backend, preload=False, repeats=args.repeats)
-        print(f"{backend:10s} empty solver, no preload:   process {median_ms(walls)}   timed window "
-              f"{median_ms(windows)}")
-        walls, windows = process_start(backend, preload=True, repeats=args.repeats)
-        print(f"{backend:10s} empty solver, DOLFINx preload: process {median_ms(walls)}   timed window "
-              f"{median_ms(windows)}")
-    items = whole_items(args.repeats)
-    item_wall = [w for w, _ in items]
-    outside = [w - inside for w, inside in items]
-    print(f"\nwhole item (poisson_basic, exact numpy solver, 1 gated + 1 timed run): {median_ms(item_wall)}")
-    print(f"  of which outside the timed windows (start-up, imports, gates, files): {median_ms(outside)}")
+        for runner in runners if backend == "bubblewrap" else ["cold"]:
+            label = f"{backend}/{runner}"
+            walls, windows = process_start(backend, False, args.repeats, runner)
+            print(f"{label:17s} empty solver, no preload:      process {median_ms(walls)}   timed window "
+                  f"{median_ms(windows)}")
+            walls, windows = process_start(backend, True, args.repeats, runner)
+            print(f"{label:17s} empty solver, DOLFINx preload: process {median_ms(walls)}   timed window "
+                  f"{median_ms(windows)}")
+    for runner in runners:
+        items = whole_items(args.repeats, runner, args.runs)
+        item_wall = [w for w, _ in items]
+        outside = [w - inside for w, inside in items]
+        print(f"\n{runner}: whole item (poisson_basic, exact numpy solver, 1 gated + {args.runs} timed runs): "
+              f"{median_ms(item_wall)}")
+        print(f"{runner}:   of which outside the timed windows (start-up, imports, gates, files): "
+              f"{median_ms(outside)}")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,13 @@ class Settings:
     resume: bool = False
     alphas: Alphas = field(default_factory=Alphas)
     images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
+    runner: str = "warm"  # --pde-runner: fork runs from a warmed zygote where the track and sandbox allow
+
+    def runner_for(self, library: str) -> str:
+        """The runner the library's runs get: warm (sandbox/warm.py) under bubblewrap for
+        tracks with imports to share, else cold (a fresh interpreter per run)."""
+        warm = self.runner == "warm" and self.sandbox == "bubblewrap" and get_track(library).warm_spec("") is not None
+        return "warm" if warm else "cold"
 
     def runtime(self, library: str) -> Runtime:
         """The track's runtime under this sandbox; raises RuntimeMissing."""
@@ -122,6 +129,7 @@ class Verdict:
     runtime_version: str = ""
     runtime_image: str | None = None  # the container backend: the image id the runs used
     sandbox: str = ""
+    runner: str = ""  # warm (forked from a zygote) or cold (a fresh interpreter per run)
     artifacts: str = ""
     fingerprint: str = ""
     case_fingerprint: str = ""
@@ -166,6 +174,8 @@ def _fingerprint(record: CaseRecord, library: str, submission: Submission, thres
              settings.sandbox]
     if settings.sandbox == "docker":  # another image is another runtime
         parts.append(settings.runtime(library).image)
+    if settings.runner_for(library) == "warm":  # another timed-window constant
+        parts.append("warm")
     payload = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -186,6 +196,7 @@ class ItemRun:
         self.track = get_track(library)
         self.runtime = settings.runtime(library)
         self.backend = get_backend(settings.sandbox)
+        self.warm = settings.runner_for(library) == "warm"
         timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
         self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)
         store = self.track.kernel_store(self.runtime, submission.fingerprint) or item_dir / ".kernels"
@@ -239,6 +250,8 @@ class ItemRun:
         self._write_inputs(workdir)
         request = self.track.run_request(self.runtime, self.submission.solver_name, workdir, cache, self.limits)
         request.kernels = self.kernels.store
+        if self.warm:
+            request.warm = self.track.warm_spec(self.submission.solver_name)
         try:
             self.kernels.prepare(cache, self.backend.paths(request)["kernels"])
             result = self.backend.run(request)
@@ -269,7 +282,7 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
         record, library, source_label, submission=submission.origin, submission_fingerprint=submission.fingerprint,
         runtime_version=runs.runtime.version,
         runtime_image=runs.runtime.image,
-        sandbox=runs.backend.name, artifacts=str(item_dir), fingerprint=fingerprint,
+        sandbox=runs.backend.name, runner=settings.runner_for(library), artifacts=str(item_dir), fingerprint=fingerprint,
         case_fingerprint=case_fingerprint(record, library),
     )
     if thresholds is not None:

@@ -35,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-sandbox", choices=("bubblewrap", "docker", "none"), default="bubblewrap",
                     help="isolation backend: 'docker' runs each solver in a container of the track's image "
                     "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe)")
+    group.addoption("--pde-runner", choices=("warm", "cold"), default="warm",
+                    help="'warm' (default): with bubblewrap, import the track once per worker and fork each run "
+                    "from it; 'cold': a fresh interpreter per run (as the docker sandbox always does)")
     group.addoption("--pde-image", action="append", default=[], metavar="TRACK=IMAGE",
                     help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")

@@ -134,7 +134,7 @@ class PdeRun:
             output_dir=Path("."), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
             sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
             alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
-            images=_image_overrides(opt.pde_image),
+            images=_image_overrides(opt.pde_image), runner=opt.pde_runner,
         )  # the output folder below, once the source has named the run
         if opt.pde_model:
             from .generation import model_source_from_options
@@ -193,13 +193,14 @@ class PdeRun:
                 if v["library"] == library and v["outcome"] == "PASS" and not v["calibration_problem"]
             }
             if entries:
-                written[library] = self.store.write(library, entries, self.conditions())
+                written[library] = self.store.write(library, entries, self.conditions(library))
         return written
 
-    def conditions(self) -> dict:
+    def conditions(self, library: str) -> dict:
         """What a runtime baseline depends on besides the machine: the evaluation's are
         compared with the calibration's (``condition_mismatches``)."""
-        return {"workers": workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox}
+        return {"workers": workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox,
+                "runner": self.settings.runner_for(library)}
 
     def speed_probe_sec(self) -> float:
         """This session's speed probe (speed.py), timed once, on first use."""
@@ -224,7 +225,10 @@ class PdeRun:
         lines = []
         for library in self.libraries:
             measured = self.store.conditions(library)
-            differ = {k: (v, measured[k]) for k, v in self.conditions().items() if k in measured and measured[k] != v}
+            if measured:  # baselines from before the warm runner were measured cold
+                measured = {"runner": "cold", **measured}
+            differ = {k: (v, measured[k]) for k, v in self.conditions(library).items()
+                      if k in measured and measured[k] != v}
             if differ:
                 shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
                 lines.append(f"{library}: runtime baselines were measured under other conditions ({shown}): "
@@ -236,7 +240,9 @@ class PdeRun:
         return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
-                "sandbox": self.settings.sandbox, "mode": self.mode, "speed_probe_sec": self.speed_probe_sec(),
+                "sandbox": self.settings.sandbox, "mode": self.mode,
+                "runner": {library: self.settings.runner_for(library) for library in self.libraries},
+                "speed_probe_sec": self.speed_probe_sec(),
                 "speed_drift": {library: self.speed_drift(library) for library in self.libraries},
                 **self._images()}
 

@@ -29,6 +29,20 @@ def _running(marker: str) -> bool:
     return False
 
 
+def _orphaned_zygotes() -> list[str]:
+    """Warm-runner zygotes whose harness is gone (they die with it: PR_SET_PDEATHSIG)."""
+    orphans = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"zygote.py" in (entry / "cmdline").read_bytes():
+                parent = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("PPid:"))
+                if parent.split()[1] == "1":
+                    orphans.append(entry.name)
+        except OSError:
+            pass
+    return orphans
+
+
 def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     """A run of a quick and a slow solver, sent ``signum`` (only its main process) once the
     slow one runs; returns the command, the solvers folder and the run's output."""
@@ -65,6 +79,7 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     while _running(marker) and time.time() < deadline:
         time.sleep(0.2)
     assert not _running(marker), "the interrupted solver is still running"
+    assert _orphaned_zygotes() == []
     verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
     assert verdict["outcome"] == "PASS"
     tests = json.loads(report.read_text())["tests"]

@@ -204,3 +204,16 @@ def test_header_names_mode_machine_and_sandbox(pytester, suite):
     result = pytester.runpytest(*options(suite, "--collect-only", "-q", "-v"))
     result.stdout.fnmatch_lines(["pdebench: evaluation of *oracle on dolfinx, firedrake, dealii; machine *; "
                                  "sandbox bubblewrap*"])
+
+
+def test_baselines_measured_with_the_other_runner_are_flagged(pytester, suite):
+    """A calibration made with a fresh interpreter per run (every one before the warm
+    runner) does not time runs forked from a zygote like for like: the header says so."""
+    path = next((pytester.path / "calib" / "dolfinx").glob("*.json"))
+    data = json.loads(path.read_text())
+    data["conditions"] = {"workers": 1, "sandbox": "bubblewrap"}  # no runner: calibrated cold
+    path.write_text(json.dumps(data))
+    warm = pytester.runpytest(*options(suite, "--collect-only", "--pde-library=dolfinx"))
+    warm.stdout.fnmatch_lines(["*WARNING: dolfinx: *other conditions (runner warm here, cold in the calibration)*"])
+    cold = pytester.runpytest(*options(suite, "--collect-only", "--pde-library=dolfinx", "--pde-runner=cold"))
+    assert "other conditions" not in cold.stdout.str()

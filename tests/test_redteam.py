@@ -140,10 +140,13 @@ def stored_answer(folder: Path) -> Path:
 
 
 @pytest.mark.fem
-@pytest.mark.parametrize("track", ["dolfinx", "firedrake", "dolfinx-docker"])
+@pytest.mark.parametrize("track", ["dolfinx", "dolfinx-cold", "firedrake", "dolfinx-docker"])
 def test_python_probes_get_the_honest_verdict(track, request, tmp_path):
+    """dolfinx: the warm runner (the default); dolfinx-cold: a fresh interpreter per run."""
     library, _, sandbox = track.partition("-")
     machine, backend = None, []
+    if sandbox == "cold":
+        backend = ["--pde-runner=cold"]
     if sandbox == "docker":  # the same probes in containers, through a real engine
         machine, backend = docker_machine(request.getfixturevalue("dolfinx_image")), ["--pde-sandbox=docker"]
     else:

@@ -1,5 +1,6 @@
-"""The sandboxes (bubblewrap, and the docker backend through a real engine), exercised
-with real processes, files and sockets: both must hold the same contract.
+"""The sandboxes (bubblewrap with a fresh interpreter per run, bubblewrap with the warm
+runner, and the docker backend through a real engine), exercised with real processes,
+files and sockets: all must hold the same contract.
 
 Solvers here are tiny Python files run by the sandbox runner with no library
 preloaded, so each run takes a fraction of a second (about a second in a container).
@@ -21,6 +22,7 @@ import pytest
 from conftest import REPO, loopback_listener, processes_with
 from pytest_pdebench.libraries import thread_env
 from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
+from pytest_pdebench.sandbox.warm import WarmSpec
 
 @dataclass
 class Sandbox:
@@ -28,19 +30,23 @@ class Sandbox:
     python: str  # an interpreter the sandbox can run
     read_only: list[Path] = field(default_factory=list)
     image: str | None = None
+    warm: bool = False  # forked from a zygote that imported json (sandbox/warm.py)
 
     def run(self, workdir: Path, cache: Path, argv_tail: list[str], env: dict, limits: Limits):
         request = RunRequest([self.python, "-I", "{harness}/runner.py", *argv_tail], workdir, cache,
                              {"PATH": f"{Path(self.python).parent}:/usr/bin", **env}, self.read_only, limits,
                              image=self.image)
+        if self.warm:
+            request.warm = WarmSpec(argv_tail[0], argv_tail[1], zygote_preload="json")
         return get_backend(self.name).run(request)
 
 
-@pytest.fixture(params=["bubblewrap", "docker"])
+@pytest.fixture(params=["bubblewrap", "warm", "docker"])
 def sandbox(request):
-    if request.param == "bubblewrap":
+    if request.param in ("bubblewrap", "warm"):
         request.getfixturevalue("bwrap_available")
-        return Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix)])
+        return Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix)],
+                       warm=request.param == "warm")
     from pytest_pdebench.containers import RECIPES_BY_TRACK
 
     image = request.getfixturevalue("dolfinx_image")  # any image with a Python will do
@@ -268,3 +274,47 @@ def test_environment_whitelist_only(sandbox, tmp_path):
     assert keys <= {"PATH", "HOME", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PWD",
                     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LC_CTYPE"}, keys
     assert os.environ.get("PDEBENCH_MARKER_FD") is None
+
+
+def test_a_run_inherits_nothing_from_an_earlier_one(sandbox, tmp_path):
+    """Module state, files and processes of one run are gone for the next (the warm
+    runner forks each run from the same zygote: never from a run)."""
+    body = """
+        import json, os, subprocess
+        def solve(case_spec):
+            seen = {"module": getattr(json, "memo", None), "tmp": os.path.exists("/tmp/memo"),
+                    "shm": os.path.exists("/dev/shm/memo"),
+                    "processes": sorted(p for p in os.listdir("/proc") if p.isdigit())}
+            json.memo = "from the first run"
+            open("/tmp/memo", "w").write("x")
+            open("/dev/shm/memo", "w").write("x")
+            subprocess.Popen(["sleep", "30"], start_new_session=True)
+            open("seen.json", "w").write(json.dumps(seen))
+    """
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first, first_dir = run_solver(sandbox, tmp_path / "first", body)
+    second, second_dir = run_solver(sandbox, tmp_path / "second", body)
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+    seen = json.loads((second_dir / "seen.json").read_text())
+    assert seen["module"] is None and not seen["tmp"] and not seen["shm"]
+    assert seen["processes"] == json.loads((first_dir / "seen.json").read_text())["processes"]
+
+
+def test_only_the_runs_own_processes_are_visible(sandbox, tmp_path):
+    result, workdir = run_solver(sandbox, tmp_path, """
+        import os
+        def solve(case_spec):
+            lines = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    lines.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+                except OSError:
+                    pass
+            open("processes.txt", "w").write("\\n".join(lines))
+    """)
+    assert result.returncode == 0, result.stderr
+    processes = (workdir / "processes.txt").read_text().splitlines()
+    # the sandbox's pid 1, the warm runner's placeholder, the solver: nothing of the host
+    own = ("bwrap ", "/usr/bin/bwrap ", "sleep infinity", "/run/podman-init ", "/sbin/docker-init ", sandbox.python)
+    assert len(processes) <= 3 and all(line.startswith(own) for line in processes), processes

@@ -21,7 +21,7 @@ from pathlib import Path
 ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_type", "outcome", "reason",
               "exec_category", "source_failure", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
               "alpha_acc", "alpha_time", "tau_min", "tau_max", "attempts", "first_pass_attempt",
-              "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "image",
+              "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "runner", "image",
               "calibration", "artifacts", "timed_failure")
 
 # F-Exec reasons, grouped: the first category whose marker the reason contains (C++
@@ -97,6 +97,7 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "prompt_mode": llm.get("prompt_mode", ""), "input_tokens": llm.get("input_tokens"),
         "output_tokens": llm.get("output_tokens"), "cost_usd": llm.get("cost_usd"),
         "machine": run.machine, "sandbox": verdict.get("sandbox") or run.sandbox,
+        "runner": verdict.get("runner") or "cold",  # verdicts from before the warm runner: cold
         "image": verdict.get("runtime_image") or "", "calibration": verdict.get("calibration") or "",
         "artifacts": verdict.get("artifacts", ""), "timed_failure": verdict.get("timed_failure"),
     }

@@ -45,7 +45,8 @@ def label_groups(rows: list[dict]) -> list[dict]:
 def _setting(row: dict) -> str:
     image = row["image"].removeprefix("sha256:")[:12]
     calibration = Path(row["calibration"]).name if row["calibration"].endswith(".json") else row["calibration"]
-    return ", ".join(part for part in (row["machine"], row["sandbox"], image, calibration) if part and part != "?")
+    sandbox = f"{row['sandbox']} (warm runner)" if row["runner"] == "warm" else row["sandbox"]
+    return ", ".join(part for part in (row["machine"], sandbox, image, calibration) if part and part != "?")
 
 
 def grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:

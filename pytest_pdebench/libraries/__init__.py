@@ -85,6 +85,9 @@ class Track:
     # 90 cases compiles its forms once); False: one store per item
     shares_kernels = False
 
+    def warm_spec(self, solver_name: str):
+        return None  # compiled tracks: nothing to import before the program starts
+
     def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
         """The persistent kernel store of one submission (hash of its files: never shared
         between submissions) for this runtime version, or None: one store per item. Keeps
@@ -152,6 +155,18 @@ class PythonTrack(Track):
     probe_modules = ""
     version_expr = ""
     preload = ""
+    # the warm runner (sandbox/warm.py): imported once per worker, before any fork;
+    # None: this track's runs always start a fresh interpreter
+    zygote_preload: str | None = None
+    defer_mpi = False  # the zygote leaves MPI uninitialised; each run initialises its own
+
+    def warm_spec(self, solver_name: str):
+        """What the warm runner needs for a run of ``solver_name``, or None."""
+        if self.zygote_preload is None:
+            return None
+        from ..sandbox.warm import WarmSpec
+
+        return WarmSpec(solver_name, self.preload, self.zygote_preload, self.defer_mpi)
 
     def python_path(self) -> str:
         return os.environ.get(self.python_env_var) or sys.executable

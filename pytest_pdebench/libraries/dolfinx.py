@@ -19,6 +19,9 @@ class DolfinxTrack(PythonTrack):
     probe_modules = "mpi4py.MPI, dolfinx"
     version_expr = "dolfinx.__version__"
     preload = "mpi4py.MPI,numpy,dolfinx,dolfinx.fem.petsc,ufl,basix"
+    # what imports without initialising MPI (petsc4py, so dolfinx, initialises it at import)
+    zygote_preload = "mpi4py.MPI,numpy,ufl,basix,basix.ufl,ffcx,ffcx.codegeneration.jit,cffi"
+    defer_mpi = True
     kernel_rules = (KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
                     KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"))
     shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items

@@ -26,6 +26,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .warm import WarmSpec
 
 HARNESS_DIR = Path(__file__).parent
 RUNNER = HARNESS_DIR / "runner.py"
@@ -65,6 +69,7 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     kernels: Path | None = None  # compiled kernels, mounted read-only (see kernel_cache.py)
     image: str | None = None  # the container backend: the track's image (its runtime)
+    warm: WarmSpec | None = None  # the warm runner (warm.py): what the run imports and runs
 
 
 @dataclass
@@ -225,6 +230,7 @@ def _set_limits(limits: Limits):
 class Backend:
     name = "base"
     work, cache, kernels, harness = "", "", "", ""
+    warm_capable = False  # runs requests that carry a WarmSpec through warm.py
 
     def available(self) -> str | None:
         """None when usable, else a message saying what to install."""
@@ -236,10 +242,18 @@ class Backend:
     def paths(self, request: RunRequest) -> dict[str, str]:
         return {"work": self.work, "cache": self.cache, "kernels": self.kernels, "harness": self.harness}
 
+    def environment(self, request: RunRequest) -> dict[str, str]:
+        paths = self.paths(request)
+        return {key: value.format(**paths) for key, value in request.env.items()}
+
     def run(self, request: RunRequest) -> RunResult:
+        if request.warm is not None and self.warm_capable:
+            from .warm import run as run_warm
+
+            return run_warm(self, request)
         paths = self.paths(request)
         argv = [arg.format(**paths) for arg in request.argv]
-        env = {key: value.format(**paths) for key, value in request.env.items()}
+        env = self.environment(request)
         read_fd, write_fd = os.pipe()
         env["PDEBENCH_MARKER_FD"] = str(write_fd)
         command, process_env, cwd = self.wrap(request, argv, env)
@@ -286,6 +300,7 @@ class Backend:
 
 class BubblewrapBackend(Backend):
     name = "bubblewrap"
+    warm_capable = True
     work, cache, kernels, harness = "/sandbox/work", "/sandbox/cache", "/sandbox/kernels", "/sandbox/harness"
 
     def __init__(self, executable: str | None = None):
@@ -331,6 +346,12 @@ class BubblewrapBackend(Backend):
         for key, value in env.items():
             command += ["--setenv", key, value]
         return command + ["--"] + argv, {"PATH": os.environ.get("PATH", "/usr/bin")}, None
+
+    def holder_command(self, request: RunRequest, argv: list[str], info_fd: int) -> tuple[list[str], dict]:
+        """The warm runner: this run's sandbox, exactly, around a placeholder ``argv``;
+        bubblewrap writes the pid of its pid 1 to ``info_fd``."""
+        command, host_env, _ = self.wrap(request, argv, self.environment(request))
+        return [command[0], "--info-fd", str(info_fd), *command[1:]], host_env
 
     def check_started(self, result: RunResult) -> None:
         if result.solve_sec is None and result.stderr.startswith("bwrap:"):

@@ -1,0 +1,242 @@
+"""The warm runner (``--pde-runner=warm``, the default with bubblewrap): the track's
+libraries are imported once per worker by a long-lived process (``zygote.py``), and each
+run is a fork of it that enters the run's own sandbox.
+
+The sandbox is the fresh process's, built by the same ``BubblewrapBackend.wrap`` with the
+same mounts, limits and environment, around a placeholder process instead of the runner;
+the zygote's fork joins its namespaces and runs the submission there. The timed window is
+the fresh process's too: from the run's marker to the moment the solver has exited (the
+zygote reports it, having reaped the process that waited for it); then the sandbox is
+ended, and with its pid 1 whatever the run left running.
+
+One zygote per runtime and environment, per process; the two most recently used are
+kept. A zygote that dies is started again for the next run; a run it was serving ends
+in a SandboxError (the harness's failure, never the submission's verdict).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker
+
+ZYGOTE = HARNESS_DIR / "zygote.py"
+KEPT_ZYGOTES = 2
+START_TIMEOUT_SEC = 300.0  # importing a track on a loaded machine
+SANDBOX_START_TIMEOUT_SEC = 60.0
+KILL_GRACE_SEC = 30.0  # a killed run's processes are gone well within this
+WARM_FAILURE = "PDEBENCH: the warm runner could not start the run"
+# the process that keeps the run's sandbox open until the zygote's fork has joined it
+PLACEHOLDER = ["/bin/sh", "-c", "echo ready && exec sleep infinity"]
+
+
+@dataclass(frozen=True)
+class WarmSpec:
+    """What a Python track's run needs from the warm runner: the submission's file name,
+    the imports done in the run before its clock starts (``preload``) and those done once
+    in the zygote (``zygote_preload``; with ``defer_mpi`` MPI is initialised in each run)."""
+
+    solver: str
+    preload: str
+    zygote_preload: str
+    defer_mpi: bool = False
+
+
+class Zygote:
+    """One zygote process and the harness's end of its socket."""
+
+    def __init__(self, python: str, spec: WarmSpec, env: dict[str, str]):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # an empty folder of its own to start in; the run's environment (HOME, caches)
+        # names sandbox paths, which do not exist out here
+        self.folder = tempfile.mkdtemp(prefix="pytest-pdebench-zygote-")
+        argv = [python, "-I", str(ZYGOTE), *(["--defer-mpi"] if spec.defer_mpi else []), spec.zygote_preload]
+        try:
+            self.process = subprocess.Popen(argv, env=env, cwd=self.folder, stdin=theirs, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            ours.close()
+            raise SandboxError(f"cannot start the warm runner ({python}): {exc}") from exc
+        finally:
+            theirs.close()
+        self.channel, self.count, self.log = ours, 0, CappedLog()
+        for pipe in (self.process.stdout, self.process.stderr):
+            threading.Thread(target=self._drain, args=(pipe,), daemon=True).start()
+        hello = self._receive(START_TIMEOUT_SEC)
+        if not hello or not hello.get("ready"):
+            self.close()
+            raise SandboxError(f"the warm runner did not start: {self.output() or 'no output'}")
+        self.preload_sec = hello["preload_sec"]
+
+    def _drain(self, pipe) -> None:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            self.log.add(chunk)
+
+    def output(self) -> str:
+        return self.log.text().strip()[-2000:]
+
+    def _receive(self, timeout: float | None) -> dict | None:
+        """The zygote's next message; None when it is gone or ``timeout`` passed."""
+        if not select.select([self.channel], [], [], timeout)[0]:
+            return None
+        try:
+            message = self.channel.recv(65536)
+        except OSError:
+            return None
+        return json.loads(message) if message else None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def send(self, request: dict, fds: list[int]) -> None:
+        """One run: the request, with the run's stdout, stderr and marker pipes."""
+        self.count += 1
+        try:
+            socket.send_fds(self.channel, [json.dumps({**request, "run": self.count}).encode()], fds)
+        except OSError as exc:
+            raise SandboxError(f"the warm runner is gone: {exc}; {self.output()}") from exc
+
+    def wait(self, timeout: float, on_timeout) -> tuple[dict | None, bool]:
+        """The run's reply (None: the zygote died) and whether it timed out."""
+        reply = self._receive(timeout)
+        if reply is None and self.alive():
+            on_timeout()  # ends the run's sandbox: the solver goes with it, and the zygote says so
+            return self._receive(KILL_GRACE_SEC), True
+        return reply, False
+
+    def close(self) -> None:
+        """Close the socket (the zygote leaves), then kill what is left of it."""
+        try:
+            self.channel.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_zygotes: OrderedDict[tuple, Zygote] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _zygote_for(python: str, spec: WarmSpec, env: dict[str, str]) -> Zygote:
+    key = (python, spec.zygote_preload, spec.defer_mpi, tuple(sorted(env.items())))
+    zygote = _zygotes.pop(key, None)
+    if zygote is not None and not zygote.alive():
+        zygote.close()
+        zygote = None
+    if zygote is None:
+        zygote = Zygote(python, spec, env)
+    _zygotes[key] = zygote
+    while len(_zygotes) > KEPT_ZYGOTES:
+        _zygotes.popitem(last=False)[1].close()
+    return zygote
+
+
+def _forget(zygote: Zygote) -> None:
+    for key, known in list(_zygotes.items()):
+        if known is zygote:
+            del _zygotes[key]
+    zygote.close()
+
+
+@atexit.register
+def close_all() -> None:
+    with _lock:
+        while _zygotes:
+            _zygotes.popitem()[1].close()
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]:
+    """The run's sandbox around the placeholder, and the host pid of its pid 1."""
+    info_read, info_write = os.pipe()
+    command, host_env = backend.holder_command(request, PLACEHOLDER, info_write)
+    try:
+        sandbox = subprocess.Popen(command, env=host_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, pass_fds=(info_write,), start_new_session=True)
+    except OSError as exc:
+        os.close(info_read)
+        raise SandboxError(f"cannot start {command[0]}: {exc}") from exc
+    finally:
+        os.close(info_write)
+    with os.fdopen(info_read, "rb") as info:
+        ready = select.select([sandbox.stdout], [], [], SANDBOX_START_TIMEOUT_SEC)[0] and sandbox.stdout.readline()
+        if ready != b"ready\n":
+            _kill_group(sandbox)
+            raise SandboxError(f"bubblewrap could not start the run: {sandbox.stderr.read().decode()[:500]}")
+        text = b""  # complete once the placeholder runs: bubblewrap writes it before
+        while b"}" not in text:
+            chunk = info.read(4096)
+            if not chunk:
+                break
+            text += chunk
+    try:
+        return sandbox, int(json.loads(text)["child-pid"])
+    except (ValueError, KeyError) as exc:
+        _kill_group(sandbox)
+        raise SandboxError(f"bubblewrap did not say where the run's sandbox is: {text[:200]!r}") from exc
+
+
+def run(backend, request: RunRequest) -> RunResult:
+    """``request`` through a zygote of its track, in its own sandbox of ``backend``."""
+    spec: WarmSpec = request.warm
+    env = backend.environment(request)
+    limits = request.limits
+    payload = {"solver": spec.solver, "preload": spec.preload,
+               "limits": {"memory_mb": limits.memory_mb, "cpu_seconds": limits.cpu_seconds,
+                          "file_size_mb": limits.file_size_mb}}
+    with _lock:
+        zygote = _zygote_for(request.argv[0], spec, env)
+        start = time.perf_counter()
+        sandbox, ns_pid = _start_sandbox(backend, request)
+        pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, marker
+        out = _CappedStream(os.fdopen(pipes[0][0], "rb"))
+        err = _CappedStream(os.fdopen(pipes[1][0], "rb"))
+        marker = _Marker(pipes[2][0])
+        for thread in (marker, out, err):
+            thread.start()
+        reply, timed_out = None, False
+        try:
+            try:
+                zygote.send({**payload, "ns_pid": ns_pid}, [write for _, write in pipes])
+            finally:  # the run holds them now: their ends arrive when it is gone
+                for _, write in pipes:
+                    os.close(write)
+            reply, timed_out = zygote.wait(limits.timeout_sec, lambda: _kill_group(sandbox))
+            end = time.perf_counter()
+        finally:  # also on KeyboardInterrupt: nothing of the run outlives this call
+            _kill_group(sandbox)
+            if reply is None:
+                _forget(zygote)
+    for thread in (out, err):
+        thread.join(timeout=10)
+    marker.join(timeout=1)
+    if reply is None:
+        raise SandboxError(f"the warm runner died during a run: {zygote.output() or 'no output'}")
+    solve = end - marker.time if marker.time is not None else None
+    result = RunResult(reply["returncode"], timed_out, end - start, solve, out.text(), err.text())
+    if solve is None and result.stderr.startswith(WARM_FAILURE):
+        raise SandboxError(result.stderr.strip()[:500])
+    return result

@@ -1,0 +1,206 @@
+"""The warm runner's server (standard library only; run by the track's Python).
+
+    python -I zygote.py [--defer-mpi] MODULES
+
+It imports MODULES once and then serves runs sent by the harness over its stdin (a unix
+socket: one JSON request per message, the run's stdout, stderr and marker pipes
+attached). The harness has already started the run's sandbox, the same bubblewrap
+sandbox a fresh process gets, holding only a placeholder process; the request names its
+pid 1 (``ns_pid``). For each run:
+
+    zygote ── joiner (joins the sandbox's namespaces) ── solver (in the sandbox's pid namespace)
+
+* The joiner, a fork of the zygote, enters the sandbox's mount, pid, network, IPC, UTS,
+  cgroup and user namespaces (setns), so its root is the sandbox's, and forks the solver
+  (a fork is what enters a pid namespace).
+* The solver drops every capability, sets no_new_privs, takes the run's limits, and goes
+  on as runner.py does in a fresh process: (MPI initialisation and) the track's
+  remaining imports, the marker, the submission, os._exit.
+* The joiner reaps the solver and exits with its status (128 + n for signal n, as
+  bubblewrap reports it); the zygote reaps the joiner and tells the harness. The
+  harness then ends the sandbox, and with its pid 1 whatever the solver left running.
+
+The zygote itself runs outside every sandbox and no run can reach it: a run sees only its
+sandbox's processes and files, and the zygote never runs submission code.
+
+MPI is not initialised in the zygote (``--defer-mpi``: mpi4py is imported with
+``rc.initialize = False``): a forked copy of an initialised MPI library (MPICH with UCX
+here) is not something MPI supports, so each solver initialises its own before its clock
+starts, as a fresh process does.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runner  # noqa: E402  (beside this file)
+
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+# joined in this order; the user namespace last, while the zygote's rights still hold in
+# the others (a harness without them joins it first: see _join)
+NAMESPACES = ("mnt", "pid", "net", "ipc", "uts", "cgroup", "user")
+WORK = "/sandbox/work"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _join(ns_pid: int) -> None:
+    """Enter the namespaces of process ``ns_pid`` that differ from ours."""
+    fds = {}
+    try:
+        for name in NAMESPACES:
+            path = f"/proc/{ns_pid}/ns/{name}"
+            if os.path.exists(path) and os.stat(path).st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
+                fds[name] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        names = list(fds)
+        if len(names) > 1 and names[-1] == "user":
+            if _libc.setns(fds[names[0]], 0) == 0:
+                names = names[1:]  # joined with the zygote's own rights
+            else:  # rights in the sandbox's namespaces only through its user namespace
+                names = ["user"] + names[:-1]
+        for name in names:
+            _check(_libc.setns(fds[name], 0), f"setns {name}")
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _drop_capabilities() -> None:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: all zero
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _apply_limits(limits: dict) -> None:
+    memory = limits["memory_mb"] * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
+    size = limits["file_size_mb"] * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
+    """The run itself, inside the sandbox (never returns)."""
+    stdout, stderr, marker = fds
+    try:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.dup2(marker, 3)
+        os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # nothing of the zygote's
+        os.chdir(WORK)
+        _drop_capabilities()
+        _apply_limits(request["limits"])
+        os.environ["PDEBENCH_MARKER_FD"] = "3"
+        sys.argv = ["/sandbox/harness/runner.py", request["solver"], request["preload"]]  # as a fresh run's
+        if defer_mpi:
+            import mpi4py
+            from mpi4py import MPI
+
+            levels = {"single": MPI.THREAD_SINGLE, "funneled": MPI.THREAD_FUNNELED,
+                      "serialized": MPI.THREAD_SERIALIZED, "multiple": MPI.THREAD_MULTIPLE}
+            MPI.Init_thread(levels.get(mpi4py.rc.thread_level, MPI.THREAD_MULTIPLE))
+    except BaseException as exc:  # noqa: BLE001 - a run must end here, never return into the zygote's loop
+        runner._fail(f"PDEBENCH: the warm runner could not start the run: {exc!r}", 125)
+    try:
+        runner.preload(request["preload"])
+    except BaseException:  # noqa: BLE001 - as a fresh process's failing import would
+        import traceback
+
+        runner._fail("PDEBENCH: importing the track failed\n" + traceback.format_exc(), 1)
+    runner.run_solver(request["solver"])
+
+
+def _exit_status(status: int) -> int:
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _joiner(request: dict, fds: list, defer_mpi: bool) -> None:
+    """Enter the run's sandbox, fork the solver, leave with its status (never returns)."""
+    try:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _join(request["ns_pid"])
+        solver = os.fork()
+    except BaseException as exc:  # noqa: BLE001 - the sandbox's failure, not the run's
+        os.write(fds[1], f"PDEBENCH: the warm runner could not start the run: {exc!r}\n".encode())
+        os._exit(125)
+    if solver == 0:
+        _solver(request, fds, defer_mpi)
+    for fd in fds:
+        os.close(fd)
+    while True:
+        try:
+            _, status = os.waitpid(solver, 0)
+            os._exit(_exit_status(status))
+        except InterruptedError:
+            continue
+
+
+def _send(channel: socket.socket, message: dict) -> None:
+    channel.send(json.dumps(message).encode())
+
+
+def _serve(channel: socket.socket, request: dict, fds: list, defer_mpi: bool) -> None:
+    joiner = os.fork()
+    if joiner == 0:
+        channel.close()
+        _joiner(request, fds, defer_mpi)
+    for fd in fds:
+        os.close(fd)
+    _, status = os.waitpid(joiner, 0)
+    _send(channel, {"run": request.get("run"), "returncode": _exit_status(status)})
+
+
+def main() -> None:
+    arguments = sys.argv[1:]
+    defer_mpi = "--defer-mpi" in arguments
+    modules = next((a for a in arguments if a != "--defer-mpi"), "")
+    channel = socket.socket(fileno=0)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the harness gone, so is the zygote
+    started = time.perf_counter()
+    if defer_mpi:
+        import mpi4py
+
+        mpi4py.rc.initialize = False
+    runner.preload(modules)
+    _send(channel, {"ready": True, "preload_sec": time.perf_counter() - started})
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 1 << 20, 3)
+        except ConnectionError:
+            return
+        if not message:
+            return  # the harness closed its end: the session is over
+        request = json.loads(message)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            _send(channel, {"run": request.get("run"), "error": "expected the run's stdout, stderr and marker"})
+            continue
+        _serve(channel, request, fds, defer_mpi)
+
+
+if __name__ == "__main__":
+    main()
