@@ -56,12 +56,16 @@ class ExpressionError(ValueError):
     """An expression in a case record that is not a valid, safe math expression."""
 
 
-def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr:
+def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = (), build: bool = True) -> sp.Expr | None:
+    """The sympy expression of a parsed tree, after the whitelist; ``build=False`` only
+    checks the whitelist (cheap: building sympy trees of long boundary data is not)."""
     if isinstance(node, ast.Expression):
-        return _convert(node.body, source, allow)
+        return _convert(node.body, source, allow, build)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         # floats stay floats: 0.5 must not become the rational 1/2 silently, but
         # the value is exact either way for evaluation in float64
+        if not build:
+            return None
         return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(repr(node.value))
     if isinstance(node, ast.Name):
         if node.id in COORDINATES:
@@ -73,9 +77,12 @@ def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr
         names = ", ".join(["x", "y", "z", "t", "pi", "e", *allow])
         raise ExpressionError(f"unknown name {node.id!r} in {source!r} (allowed: {names})")
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_convert(node.left, source, allow), _convert(node.right, source, allow))
+        left, right = _convert(node.left, source, allow, build), _convert(node.right, source, allow, build)
+        return _BINARY[type(node.op)](left, right) if build else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _convert(node.operand, source, allow)
+        operand = _convert(node.operand, source, allow, build)
+        if not build:
+            return None
         return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         function = FUNCTIONS.get(node.func.id)
@@ -83,8 +90,25 @@ def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = ()) -> sp.Expr
             raise ExpressionError(
                 f"unknown function {node.func.id!r} in {source!r} (allowed: {', '.join(sorted(FUNCTIONS))})"
             )
-        return function(*(_convert(arg, source, allow) for arg in node.args))
+        arguments = [_convert(arg, source, allow, build) for arg in node.args]
+        return function(*arguments) if build else None
     raise ExpressionError(f"unsupported syntax {type(node).__name__} in {source!r}")
+
+
+def _syntax_tree(source: ExpressionLike) -> ast.Expression | None:
+    """The ast of an expression string (None for a number); raises ExpressionError."""
+    if isinstance(source, bool):
+        raise ExpressionError(f"a boolean is not an expression: {source!r}")
+    if isinstance(source, (int, float)):
+        return None
+    if not isinstance(source, str):
+        raise ExpressionError(f"expected an expression string or a number, got {type(source).__name__}")
+    if len(source) > MAX_EXPRESSION_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
+    try:
+        return ast.parse(source.replace("^", "**"), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {source!r}: {exc.msg}") from None
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the cache entry of 1
@@ -93,20 +117,18 @@ def parse_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> sp.
 
     ``allow`` names extra symbols (only ``"u"``, the unknown) a field may use.
     """
-    if isinstance(source, bool):
-        raise ExpressionError(f"a boolean is not an expression: {source!r}")
-    if isinstance(source, (int, float)):
+    tree = _syntax_tree(source)
+    if tree is None:
         return sp.Float(repr(source)) if isinstance(source, float) else sp.Integer(source)
-    if not isinstance(source, str):
-        raise ExpressionError(f"expected an expression string or a number, got {type(source).__name__}")
-    if len(source) > MAX_EXPRESSION_LENGTH:
-        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
-    text = source.replace("^", "**")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"cannot parse {source!r}: {exc.msg}") from None
     return _convert(tree, source, allow)
+
+
+def check_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> None:
+    """Raise ExpressionError unless ``source`` passes parse_expression's whitelist; builds
+    no sympy tree (loading a suite checks every record's expressions this way)."""
+    tree = _syntax_tree(source)
+    if tree is not None:
+        _convert(tree, source, allow, build=False)
 
 
 def expression_to_string(expr: sp.Expr) -> str:

@@ -1,0 +1,44 @@
+"""Collecting the whole suite: pytest's own "collected in" figure and the process's wall
+time and peak memory, for the bundled cases on every track. Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/collection.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def collect_once() -> tuple[int, float, float]:
+    """(items, pytest's collection seconds, process wall seconds)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           f"--pde-submissions={REPO / 'submissions' / 'oracle'}"],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - started
+    found = re.search(r"(\d+) tests? collected in ([\d.]+)s", done.stdout)
+    return int(found.group(1)), float(found.group(2)), wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    figures = [collect_once() for _ in range(args.repeats)]
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"{figures[0][0]} items; collection {statistics.median(f[1] for f in figures):.2f} s "
+          f"(pytest's figure, median of {args.repeats}); whole process {statistics.median(f[2] for f in figures):.2f} s; "
+          f"peak memory {peak_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
