@@ -30,6 +30,7 @@ starts, as a fresh process does.
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -42,9 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runner  # noqa: E402  (beside this file)
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-# joined in this order; the user namespace last, while the zygote's rights still hold in
-# the others (a harness without them joins it first: see _join)
-NAMESPACES = ("mnt", "pid", "net", "ipc", "uts", "cgroup", "user")
+NS_GET_USERNS = 0xB701  # ioctl on a namespace: its owning user namespace
+NAMESPACES = ("mnt", "pid", "net", "ipc", "uts", "cgroup", "user")  # joined in this order (see _join)
 WORK = "/sandbox/work"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -57,21 +57,30 @@ def _check(result: int, what: str) -> None:
 
 
 def _join(ns_pid: int) -> None:
-    """Enter the namespaces of process ``ns_pid`` that differ from ours."""
+    """Enter the namespaces of process ``ns_pid`` that differ from ours.
+
+    bubblewrap makes two user namespaces: one it sets the sandbox up in, which owns the
+    mount, pid and other namespaces, and inside it the one its process runs in. Joining
+    the owner first gives the rights to join the rest, whether the harness is root or not
+    (a process has every capability in a user namespace it joins, and in its children)."""
+    own = {name: os.stat(f"/proc/self/ns/{name}").st_ino for name in NAMESPACES}  # /proc is ours until mnt
     fds = {}
     try:
         for name in NAMESPACES:
             path = f"/proc/{ns_pid}/ns/{name}"
-            if os.path.exists(path) and os.stat(path).st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
+            if os.path.exists(path) and os.stat(path).st_ino != own[name]:
                 fds[name] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        names = list(fds)
-        if len(names) > 1 and names[-1] == "user":
-            if _libc.setns(fds[names[0]], 0) == 0:
-                names = names[1:]  # joined with the zygote's own rights
-            else:  # rights in the sandbox's namespaces only through its user namespace
-                names = ["user"] + names[:-1]
-        for name in names:
-            _check(_libc.setns(fds[name], 0), f"setns {name}")
+        user_now = own["user"]
+        if "mnt" in fds:
+            fds["owner"] = fcntl.ioctl(fds["mnt"], NS_GET_USERNS)
+            if os.fstat(fds["owner"]).st_ino != user_now:
+                _check(_libc.setns(fds["owner"], 0), "setns to the sandbox's owner user namespace")
+                user_now = os.fstat(fds["owner"]).st_ino
+        for name in NAMESPACES[:-1]:
+            if name in fds:
+                _check(_libc.setns(fds[name], 0), f"setns {name}")
+        if "user" in fds and os.fstat(fds["user"]).st_ino != user_now:
+            _check(_libc.setns(fds["user"], 0), "setns user")
     finally:
         for fd in fds.values():
             os.close(fd)
