@@ -238,5 +238,6 @@ def run(backend, request: RunRequest) -> RunResult:
     solve = end - marker.time if marker.time is not None else None
     result = RunResult(reply["returncode"], timed_out, end - start, solve, out.text(), err.text())
     if solve is None and result.stderr.startswith(WARM_FAILURE):
-        raise SandboxError(result.stderr.strip()[:500])
+        raise SandboxError(f"{result.stderr.strip()[:500]}; `--pde-runner=cold` starts a fresh interpreter per run "
+                           "instead")
     return result
