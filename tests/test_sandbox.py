@@ -318,3 +318,16 @@ def test_only_the_runs_own_processes_are_visible(sandbox, tmp_path):
     # the sandbox's pid 1, the warm runner's placeholder, the solver: nothing of the host
     own = ("bwrap ", "/usr/bin/bwrap ", "sleep infinity", "/run/podman-init ", "/sbin/docker-init ", sandbox.python)
     assert len(processes) <= 3 and all(line.startswith(own) for line in processes), processes
+
+
+def test_a_solver_may_start_processes_the_spawn_way(sandbox, tmp_path):
+    """multiprocessing's spawn start method imports the main module again by its path: the
+    warm runner's solver must name one that exists in the sandbox (the runner's)."""
+    result, workdir = run_solver(sandbox, tmp_path, """
+        import multiprocessing
+        def solve(case_spec):
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                open("absolute.txt", "w").write(str(pool.map(abs, [-1, 2, -3])))
+    """, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (workdir / "absolute.txt").read_text() == "[1, 2, 3]"

@@ -39,7 +39,9 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARNESS = "/sandbox/harness"  # where the sandbox shows runner.py
+sys.path.insert(0, HERE)
 import runner  # noqa: E402  (beside this file)
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
@@ -123,7 +125,11 @@ def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
         _drop_capabilities()
         _apply_limits(request["limits"])
         os.environ["PDEBENCH_MARKER_FD"] = "3"
-        sys.argv = ["/sandbox/harness/runner.py", request["solver"], request["preload"]]  # as a fresh run's
+        # what a fresh run's interpreter would say about itself: its arguments, its main
+        # module and path (multiprocessing's spawn imports the main module again by path)
+        sys.argv = [f"{HARNESS}/runner.py", request["solver"], request["preload"]]
+        sys.modules["__main__"].__file__ = f"{HARNESS}/runner.py"
+        sys.path[:] = [HARNESS if entry == HERE else entry for entry in sys.path]
         if defer_mpi:
             import mpi4py
             from mpi4py import MPI
