@@ -30,14 +30,14 @@ class Sandbox:
     python: str  # an interpreter the sandbox can run
     read_only: list[Path] = field(default_factory=list)
     image: str | None = None
-    warm: bool = False  # forked from a zygote that imported json (sandbox/warm.py)
+    warm: bool = False  # forked from a zygote that imported json and numpy.random (sandbox/warm.py)
 
     def run(self, workdir: Path, cache: Path, argv_tail: list[str], env: dict, limits: Limits):
         request = RunRequest([self.python, "-I", "{harness}/runner.py", *argv_tail], workdir, cache,
                              {"PATH": f"{Path(self.python).parent}:/usr/bin", **env}, self.read_only, limits,
                              image=self.image)
         if self.warm:
-            request.warm = WarmSpec(argv_tail[0], argv_tail[1], zygote_preload="json")
+            request.warm = WarmSpec(argv_tail[0], argv_tail[1], zygote_preload="json,numpy.random")
         return get_backend(self.name).run(request)
 
 
@@ -331,3 +331,20 @@ def test_a_solver_may_start_processes_the_spawn_way(sandbox, tmp_path):
     """, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (workdir / "absolute.txt").read_text() == "[1, 2, 3]"
+
+
+def test_unseeded_random_numbers_differ_between_runs(sandbox, tmp_path):
+    """A fresh process draws new entropy; a fork of the warm runner's zygote must too."""
+    body = """
+        import random
+        import numpy as np
+        def solve(case_spec):
+            open("draws.txt", "w").write(f"{random.random()} {np.random.random()}")
+    """
+    draws = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        result, workdir = run_solver(sandbox, tmp_path / name, body)
+        assert result.returncode == 0, result.stderr
+        draws.append((workdir / "draws.txt").read_text().split())
+    assert draws[0][0] != draws[1][0] and draws[0][1] != draws[1][1]

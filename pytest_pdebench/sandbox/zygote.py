@@ -130,6 +130,9 @@ def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
         sys.argv = [f"{HARNESS}/runner.py", request["solver"], request["preload"]]
         sys.modules["__main__"].__file__ = f"{HARNESS}/runner.py"
         sys.path[:] = [HARNESS if entry == HERE else entry for entry in sys.path]
+        numpy_random = sys.modules.get("numpy.random")  # seeded once in the zygote; `random` reseeds itself
+        if numpy_random is not None:
+            numpy_random.seed()  # fresh entropy, as a fresh process's import draws
         if defer_mpi:
             import mpi4py
             from mpi4py import MPI
