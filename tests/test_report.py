@@ -198,6 +198,15 @@ def test_runs_on_two_machines_are_not_pooled(tmp_path):
     assert sorted({row["system"] for row in rows}) == ["plain [fast-8cpu, bubblewrap]", "plain [slow-2cpu, bubblewrap]"]
 
 
+def test_runs_with_the_warm_and_the_cold_runner_are_not_pooled(tmp_path):
+    """A verdict from before the warm runner (no runner key) counts as cold."""
+    runs = [load_run(json_report(tmp_path / "a.json", [verdict("p1", "PASS", runner="warm")])),
+            load_run(json_report(tmp_path / "b.json", [verdict("p1", "PASS")]))]
+    rows = tables.label_groups([row for run in runs for row in run.rows])
+    assert sorted({row["system"] for row in rows}) == ["plain [m-2cpu, bubblewrap (warm runner)]",
+                                                       "plain [m-2cpu, bubblewrap]"]
+
+
 def test_runs_against_two_calibrations_are_not_pooled(tmp_path):
     a = verdict("p1", "PASS", calibration="calibrations/dolfinx/m-2cpu.json")
     b = verdict("p1", "PASS", calibration="calibrations/dolfinx/m-2cpu+docker-4d7eb552c5cf.json")
