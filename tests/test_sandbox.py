@@ -316,7 +316,8 @@ def test_only_the_runs_own_processes_are_visible(sandbox, tmp_path):
     assert result.returncode == 0, result.stderr
     processes = (workdir / "processes.txt").read_text().splitlines()
     # the sandbox's pid 1, the warm runner's placeholder, the solver: nothing of the host
-    own = ("bwrap ", "/usr/bin/bwrap ", "sleep infinity", "/run/podman-init ", "/sbin/docker-init ", sandbox.python)
+    own = ("bwrap ", "/usr/bin/bwrap ", "/bin/sh -c echo ready", "sleep infinity", "/run/podman-init ", "/sbin/docker-init ",
+           sandbox.python)
     assert len(processes) <= 3 and all(line.startswith(own) for line in processes), processes
 
 

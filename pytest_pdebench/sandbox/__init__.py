@@ -169,8 +169,9 @@ class _CappedStream(threading.Thread):
         self.pipe, self.log = pipe, CappedLog()
 
     def run(self):
-        for chunk in iter(lambda: self.pipe.read1(65536), b""):
-            self.log.add(chunk)
+        with self.pipe:  # closed at its end: nothing else reads it
+            for chunk in iter(lambda: self.pipe.read1(65536), b""):
+                self.log.add(chunk)
 
     def text(self) -> str:
         return self.log.text()
@@ -214,6 +215,16 @@ def _wait_for_exit(process: subprocess.Popen, timeout: float) -> bool:
                 return True
     finally:
         os.close(pidfd)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL to a process group, then reap its leader. The leader is not reaped before,
+    so its id still names this group and no other."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
 
 
 def _set_limits(limits: Limits):
@@ -286,13 +297,7 @@ class Backend:
         return result
 
     def kill(self, process: subprocess.Popen) -> None:
-        """SIGKILL to the run's process group, then reap its leader. The leader is not
-        reaped before, so its id still names this group and no other."""
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        process.wait()
+        kill_group(process)
 
     def check_started(self, result: RunResult) -> None:
         pass

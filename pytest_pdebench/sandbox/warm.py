@@ -21,7 +21,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -30,7 +29,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker
+from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker, kill_group
 
 ZYGOTE = HARNESS_DIR / "zygote.py"
 KEPT_ZYGOTES = 2
@@ -125,7 +124,7 @@ class Zygote:
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            _kill_group(self.process)
+            kill_group(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -161,12 +160,10 @@ def close_all() -> None:
             _zygotes.popitem()[1].close()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+def _end_sandbox(sandbox: subprocess.Popen) -> None:
+    kill_group(sandbox)
+    for pipe in (sandbox.stdout, sandbox.stderr):
+        pipe.close()
 
 
 def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]:
@@ -184,7 +181,7 @@ def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]
     with os.fdopen(info_read, "rb") as info:
         ready = select.select([sandbox.stdout], [], [], SANDBOX_START_TIMEOUT_SEC)[0] and sandbox.stdout.readline()
         if ready != b"ready\n":
-            _kill_group(sandbox)
+            kill_group(sandbox)
             raise SandboxError(f"bubblewrap could not start the run: {sandbox.stderr.read().decode()[:500]}")
         text = b""  # complete once the placeholder runs: bubblewrap writes it before
         while b"}" not in text:
@@ -195,7 +192,7 @@ def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]
     try:
         return sandbox, int(json.loads(text)["child-pid"])
     except (ValueError, KeyError) as exc:
-        _kill_group(sandbox)
+        _end_sandbox(sandbox)
         raise SandboxError(f"bubblewrap did not say where the run's sandbox is: {text[:200]!r}") from exc
 
 
@@ -224,10 +221,10 @@ def run(backend, request: RunRequest) -> RunResult:
             finally:  # the run holds them now: their ends arrive when it is gone
                 for _, write in pipes:
                     os.close(write)
-            reply, timed_out = zygote.wait(limits.timeout_sec, lambda: _kill_group(sandbox))
+            reply, timed_out = zygote.wait(limits.timeout_sec, lambda: kill_group(sandbox))
             end = time.perf_counter()
         finally:  # also on KeyboardInterrupt: nothing of the run outlives this call
-            _kill_group(sandbox)
+            _end_sandbox(sandbox)
             if reply is None:
                 _forget(zygote)
     for thread in (out, err):
