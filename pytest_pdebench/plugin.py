@@ -111,8 +111,21 @@ def _sandbox_problem(run) -> str | None:
     backend = get_backend(run.settings.sandbox)
     problem = backend.available()
     if problem is None and hasattr(backend, "sweep") and not hasattr(run.config, "workerinput"):
-        backend.sweep()  # containers of runs that died (killed, power cut) go first
+        _sweep(backend)  # containers of runs that died (killed, power cut) go first
     return problem
+
+
+def _sweep(backend) -> None:
+    """Housekeeping, never the run's end: an engine that cannot list its containers is
+    reported and the run goes on (each run removes its own container)."""
+    import warnings
+
+    from .session import PdeBenchWarning
+
+    try:
+        backend.sweep()
+    except Exception as exc:
+        warnings.warn(PdeBenchWarning(f"could not remove the containers of earlier runs: {exc}"), stacklevel=2)
 
 
 def pytest_collect_file(file_path, parent):
@@ -163,7 +176,7 @@ class _Recorder:
         if self.run.settings.sandbox == "docker":
             from .sandbox import get_backend
 
-            get_backend("docker").sweep()  # an interrupted xdist worker cannot remove its own container
+            _sweep(get_backend("docker"))  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         from .report import llm_usage, tables_by_library

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import secrets
 import tarfile
 import threading
@@ -323,11 +324,30 @@ class DockerBackend(Backend):
         return removed
 
 
-def labelled_containers(client) -> list[dict]:
+# podman 4.3 lists a container whose removal was cut short (its caller killed, say) as
+# "Removing" with its storage gone, and then fails every listing and inspection naming it
+_HALF_REMOVED = re.compile(r'getting container from store "([0-9a-f]{12,64})": container not known')
+
+
+def labelled_containers(client, rounds: int = 10) -> list[dict]:
     """Summaries (Id, Labels, State) of every container this backend created, in one
     request: the SDK's ``containers.list`` inspects each one afterwards, and podman answers
-    500 for a container its run removed in between."""
-    return client.api.containers(all=True, filters={"label": LABEL})
+    500 for a container its run removed in between. A half-removed container that breaks
+    the listing is removed (what its remover had asked for) and the listing asked again."""
+    import docker
+
+    for attempt in range(rounds):
+        try:
+            return client.api.containers(all=True, filters={"label": LABEL})
+        except docker.errors.APIError as exc:
+            broken = _HALF_REMOVED.search(str(exc.explanation or exc))
+            if broken is None or attempt == rounds - 1:
+                raise
+            try:
+                client.api.remove_container(broken.group(1), force=True)
+            except docker.errors.APIError:
+                time.sleep(0.1 * (attempt + 1))  # a removal still under way elsewhere: let it end
+    raise AssertionError("unreachable")
 
 
 def _alive(pid: int) -> bool:
