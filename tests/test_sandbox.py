@@ -349,3 +349,14 @@ def test_unseeded_random_numbers_differ_between_runs(sandbox, tmp_path):
         assert result.returncode == 0, result.stderr
         draws.append((workdir / "draws.txt").read_text().split())
     assert draws[0][0] != draws[1][0] and draws[0][1] != draws[1][1]
+
+
+def test_a_zygote_whose_imports_initialise_mpi_is_refused(bwrap_available):
+    """With MPI deferred, every run initialises its own MPI: a zygote whose imports did it
+    already (petsc4py.PETSc starts MPI) would hand one MPI process's state to all its forks."""
+    from pytest_pdebench.sandbox import SandboxError
+    from pytest_pdebench.sandbox.warm import Zygote
+
+    spec = WarmSpec("solver.py", "", zygote_preload="mpi4py.MPI,petsc4py.PETSc", defer_mpi=True)
+    with pytest.raises(SandboxError, match="initialised MPI in the zygote"):
+        Zygote(sys.executable, spec, {"PATH": "/usr/bin", "HOME": "/nonexistent"})

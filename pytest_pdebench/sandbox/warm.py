@@ -76,7 +76,8 @@ class Zygote:
         hello = self._receive(START_TIMEOUT_SEC)
         if not hello or not hello.get("ready"):
             self.close()
-            raise SandboxError(f"the warm runner did not start: {self.output() or 'no output'}")
+            said = (hello or {}).get("error") or self.output() or "no output"
+            raise SandboxError(f"the warm runner did not start: {said}")
         self.preload_sec = hello["preload_sec"]
 
     def _drain(self, pipe) -> None:

@@ -203,6 +203,12 @@ def main() -> None:
 
         mpi4py.rc.initialize = False
     runner.preload(modules)
+    if defer_mpi:
+        from mpi4py import MPI
+
+        if MPI.Is_initialized():  # forks would share one MPI process's state: refuse, never run so
+            _send(channel, {"ready": False, "error": f"importing {modules} initialised MPI in the zygote"})
+            return
     _send(channel, {"ready": True, "preload_sec": time.perf_counter() - started})
     while True:
         try:
