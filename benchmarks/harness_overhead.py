@@ -2,10 +2,11 @@
 cost on top of the solver's own (timed) work. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/harness_overhead.py [--repeats 10] [--backends bubblewrap,none,docker]
-                                                    [--runners cold,warm]
+                                                    [--runners cold,warm] [--library dolfinx]
 
 With bubblewrap, ``--runners`` measures both runners: ``cold`` starts a fresh interpreter
 per run, ``warm`` forks it from a zygote that imported the track once (sandbox/warm.py).
+``--library firedrake`` measures the Firedrake track (its provisioned runtime) the same way.
 
 The docker backend needs an engine (DOCKER_HOST; `pdebench containers engine`) and the
 DOLFINx image (`pdebench containers build dolfinx`): its figure is the whole container
@@ -52,10 +53,11 @@ def median_ms(values) -> str:
     return f"{1000 * statistics.median(values):7.1f} ms"
 
 
-def process_start(backend_name: str, preload: bool, repeats: int, runner: str = "cold") -> tuple[list[float], list[float]]:
+def process_start(library: str, backend_name: str, preload: bool, repeats: int,
+                  runner: str = "cold") -> tuple[list[float], list[float]]:
     """Wall time of a run whose solve() does nothing, and its timed window."""
     sandbox = "docker" if backend_name == "docker" else "bubblewrap"  # the runtime lives in the image
-    track, runtime = get_track("dolfinx"), detect_runtime("dolfinx", sandbox)
+    track, runtime = get_track(library), detect_runtime(library, sandbox)
     walls, windows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
@@ -78,7 +80,7 @@ def process_start(backend_name: str, preload: bool, repeats: int, runner: str = 
     return walls, windows
 
 
-def whole_items(repeats: int, runner: str, runs: int) -> list[tuple[float, float]]:
+def whole_items(library: str, repeats: int, runner: str, runs: int) -> list[tuple[float, float]]:
     """(item wall time, time inside solver processes) for poisson_basic with an exact
     solver: one gated run and ``runs`` timed runs."""
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
@@ -89,7 +91,7 @@ def whole_items(repeats: int, runner: str, runs: int) -> list[tuple[float, float
         settings = Settings(output_dir=Path(tmp), runner=runner, runs=runs)
         for _ in range(repeats):
             started = time.perf_counter()
-            verdict = evaluate(record, "dolfinx", submission, "benchmark", thresholds, settings, REPO / "tests" / "cases")
+            verdict = evaluate(record, library, submission, "benchmark", thresholds, settings, REPO / "tests" / "cases")
             elapsed = time.perf_counter() - started
             assert verdict.outcome == "PASS", verdict.reason
             figures.append((elapsed, verdict.t_first_run + sum(verdict.timed_runs)))
@@ -102,21 +104,23 @@ def main() -> None:
     parser.add_argument("--backends", default="bubblewrap,none")
     parser.add_argument("--runners", default="cold,warm", help="bubblewrap only: cold, warm or both")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per item (besides the gated one)")
+    parser.add_argument("--library", default="dolfinx", choices=["dolfinx", "firedrake"])
     args = parser.parse_args()
-    print(f"DOLFINx {detect_runtime('dolfinx').version}; medians of {args.repeats} runs; "
+    library = args.library
+    print(f"{library} {detect_runtime(library).version}; medians of {args.repeats} runs; "
           f"speed probe {probe_seconds():.4f} s\n")
     runners = args.runners.split(",")
     for backend in args.backends.split(","):
         for runner in runners if backend == "bubblewrap" else ["cold"]:
             label = f"{backend}/{runner}"
-            walls, windows = process_start(backend, False, args.repeats, runner)
+            walls, windows = process_start(library, backend, False, args.repeats, runner)
             print(f"{label:17s} empty solver, no preload:      process {median_ms(walls)}   timed window "
                   f"{median_ms(windows)}")
-            walls, windows = process_start(backend, True, args.repeats, runner)
-            print(f"{label:17s} empty solver, DOLFINx preload: process {median_ms(walls)}   timed window "
+            walls, windows = process_start(library, backend, True, args.repeats, runner)
+            print(f"{label:17s} empty solver, track's imports: process {median_ms(walls)}   timed window "
                   f"{median_ms(windows)}")
     for runner in runners:
-        items = whole_items(args.repeats, runner, args.runs)
+        items = whole_items(library, args.repeats, runner, args.runs)
         item_wall = [w for w, _ in items]
         outside = [w - inside for w, inside in items]
         print(f"\n{runner}: whole item (poisson_basic, exact numpy solver, 1 gated + {args.runs} timed runs): "

@@ -29,6 +29,7 @@ def test_toy_solver_importing_firedrake_passes_in_the_sandbox(tmp_path):
     verdict = outcomes["toy_fd"]
     assert verdict["outcome"] == "PASS", (verdict["reason"], done.stdout[-2000:])
     assert verdict["runtime_version"].startswith("2026.10") and verdict["sandbox"] == "bubblewrap"
+    assert verdict["runner"] == "warm"  # the default: forked from a zygote (sandbox/warm.py)
 
 
 def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_path):

@@ -59,6 +59,13 @@ class FiredrakeTrack(PythonTrack):
     probe_modules = "firedrake, importlib.metadata"
     version_expr = "importlib.metadata.version('firedrake')"
     preload = "mpi4py.MPI,numpy,petsc4py.PETSc,firedrake"
+    # the warm runner's zygote: all that `import firedrake` imports before PETSc starts MPI
+    # (pyop2 and tsfc do), and no more (tests/test_warm_imports.py). Not loopy: its import
+    # opens sqlite caches under $XDG_CACHE_HOME, files the zygote would create outside the
+    # sandbox and descriptors its forks would not have.
+    zygote_preload = ("mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pymbolic,islpy,h5py,sympy,pyadjoint,"
+                      "petsc4py")
+    defer_mpi = True
     kernel_rules = KERNEL_RULES
     shares_kernels = True
     install_hint = ("Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
