@@ -70,7 +70,7 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # its progress as it comes
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    chunks: list[bytes] = []  # read as it comes: a PASSED with -v ends its line only later
+    chunks: list[bytes] = []  # read as it comes: with -v an item's status word comes before its line ends
 
     def read():
         while chunk := os.read(process.stdout.fileno(), 65536):
