@@ -24,33 +24,35 @@ What is timed (the same for submissions and for the calibration baseline):
 
 Each item leaves an audit directory: case_spec.json, the solver files, stdout.txt,
 stderr.txt, solution.npz, meta.json and verdict.json.
+
+The runs themselves are ``execution.py`` (here, or on a cluster worker); this module
+holds what judges them: the reference, the thresholds and the gates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import gates, metrics
 from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_baseline
 from .cases import CaseRecord, agent_view
+from .execution import Execution, RunTask, execute
 from .grid import EvalGrid, valid_mask
-from .kernel_cache import Harvest, KernelCache, run_cache_folder
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .reference import reference_fields
-from .sandbox import Limits, get_backend
+from .sandbox import Limits
 from .submissions import Submission
 
 VERDICT_FILE = "verdict.json"
-# written beside case_spec.json in calibration runs only: the oracle's calibration settings
-CALIBRATION_SETTING_FILE = "calibration_config.json"
 # bumped when what a verdict means changes (2: outputs read without links, kernel store),
 # so --pde-resume never reuses a verdict earned under older rules
 HARNESS_REVISION = 2
@@ -68,6 +70,9 @@ class Settings:
     alphas: Alphas = field(default_factory=Alphas)
     images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
     runner: str = "warm"  # --pde-runner: fork runs from a warmed zygote where the track and sandbox allow
+    # --pde-cluster: each library's runtime as the workers report it, (library, version, image,
+    # why it is missing); the controller itself may have none
+    remote_runtimes: tuple[tuple[str, str, str | None, str | None], ...] = ()
 
     def runner_for(self, library: str) -> str:
         """The runner the library's runs get: warm (sandbox/warm.py) under bubblewrap for
@@ -76,7 +81,12 @@ class Settings:
         return "warm" if warm else "cold"
 
     def runtime(self, library: str) -> Runtime:
-        """The track's runtime under this sandbox; raises RuntimeMissing."""
+        """The track's runtime under this sandbox (a cluster's: on its workers); raises RuntimeMissing."""
+        for name, version, image, missing in self.remote_runtimes:
+            if name == library:
+                if missing:
+                    raise RuntimeMissing(f"no worker of the cluster has the {library} runtime: {missing}")
+                return Runtime(library, version, python="", read_only=(), image=image)
         return detect_runtime(library, self.sandbox, dict(self.images).get(library))
 
     def runtime_tag(self, library: str) -> str:
@@ -128,6 +138,7 @@ class Verdict:
     submission_fingerprint: str = ""  # hash of the solver and helpers that ran
     runtime_version: str = ""
     runtime_image: str | None = None  # the container backend: the image id the runs used
+    machine: str = ""  # the kind of machine the runs were timed on (a cluster worker's, or this one's)
     sandbox: str = ""
     runner: str = ""  # warm (forked from a zygote) or cold (a fresh interpreter per run)
     artifacts: str = ""
@@ -188,182 +199,148 @@ def load_verdict(item_dir: Path) -> Verdict | None:
         return None
 
 
-class ItemRun:
-    """The runs of one submission on one case, sharing a compile cache."""
+def _reusable_verdict(item_dir: Path, fingerprint: str, settings: Settings) -> Verdict | None:
+    """--pde-resume: the item's stored verdict, if it was earned with the same inputs."""
+    previous = load_verdict(item_dir) if settings.resume else None
+    return previous if previous and previous.fingerprint == fingerprint else None
 
-    def __init__(self, record: CaseRecord, library: str, submission: Submission, item_dir: Path, settings: Settings):
-        self.record, self.library, self.submission, self.item_dir = record, library, submission, item_dir
-        self.track = get_track(library)
-        self.runtime = settings.runtime(library)
-        self.backend = get_backend(settings.sandbox)
-        self.warm = settings.runner_for(library) == "warm"
-        timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
-        self.limits = Limits(timeout_sec=timeout, memory_mb=settings.memory_mb)
-        store = self.track.kernel_store(self.runtime, submission.fingerprint) or item_dir / ".kernels"
-        self.kernels = KernelCache(store, self.track.kernel_rules)
-        self.count = 0
-        # calibration runs only: the record's calibration baseline settings for this library
-        self.calibration_setting = calibration_setting(record, library) if settings.calibrate else None
-        self.executable: Path | None = None
-        self.harvest: Harvest | None = None
 
-    def prepare_item_dir(self) -> None:
-        if self.item_dir.exists():
-            shutil.rmtree(self.item_dir)
-        self.item_dir.mkdir(parents=True)
-        self.kernels.store.mkdir(parents=True, exist_ok=True)  # inside item_dir, or a track's persistent one
-        self._write_inputs(self.item_dir)
+def will_run(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings,
+             item_dir: Path) -> bool:
+    """Whether ``evaluate`` would run this submission (not: a verdict to resume from)."""
+    fingerprint = _fingerprint(record, library, submission, thresholds, settings)
+    return _reusable_verdict(item_dir, fingerprint, settings) is None
 
-    def _write_inputs(self, directory: Path) -> None:
-        (directory / "case_spec.json").write_text(json.dumps(agent_view(self.record, self.library), indent=1))
-        if self.calibration_setting is not None:
-            (directory / CALIBRATION_SETTING_FILE).write_text(json.dumps(self.calibration_setting))
-        if self.executable is not None:  # compiled tracks run the program, not the sources
-            shutil.copy2(self.executable, directory / self.executable.name)
-            return
-        for name, content in self.submission.files.items():
-            (directory / name).write_bytes(content)
 
-    def build(self):
-        """Compile once per item, in the sandbox, for tracks that have a build step."""
-        build_dir = self.item_dir / ".build"
-        build_dir.mkdir()
-        for name, content in self.submission.files.items():
-            (build_dir / name).write_bytes(content)
-        result = self.track.build(self.runtime, self.submission.files, self.submission.solver_name, build_dir,
-                                  self.backend, self.limits)
-        if result is not None and result.log is not None:
-            (self.item_dir / "compile.log").write_text(result.log)
-        if result is not None and result.executable is not None:
-            self.executable = result.executable
-        return result
+def run_task(record: CaseRecord, library: str, submission: Submission, settings: Settings) -> RunTask:
+    """What the run site needs for this item: the agent's view, never the answer."""
+    timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
+    return RunTask(library=library, case_id=record.id, case_spec=agent_view(record, library),
+                   output_names=tuple(record.case_spec.output.arrays), submission=submission,
+                   limits=Limits(timeout_sec=timeout, memory_mb=settings.memory_mb), runs=settings.runs,
+                   sandbox=settings.sandbox, runner=settings.runner_for(library), image=dict(settings.images).get(library),
+                   calibration_setting=calibration_setting(record, library) if settings.calibrate else None)
 
-    def run(self, harvest_kernels: bool = False):
-        """One fresh run: its own working folder, and a cache folder holding only the stored
-        kernels (read-only). With ``harvest_kernels`` the kernels it compiled are kept for
-        later runs; anything else it wrote is gone with its folders. Returns (RunResult,
-        its working directory)."""
-        self.count += 1
-        workdir = self.item_dir / ".work" / str(self.count)
-        workdir.mkdir(parents=True)
-        cache = run_cache_folder(self.item_dir / ".cache" / str(self.count))
-        self._write_inputs(workdir)
-        request = self.track.run_request(self.runtime, self.submission.solver_name, workdir, cache, self.limits)
-        request.kernels = self.kernels.store
-        if self.warm:
-            request.warm = self.track.warm_spec(self.submission.solver_name)
-        try:
-            self.kernels.prepare(cache, self.backend.paths(request)["kernels"])
-            result = self.backend.run(request)
-            if harvest_kernels:
-                self.harvest = self.kernels.harvest(cache)
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-        return result, workdir
 
-    def cleanup(self) -> None:
-        for scratch in (".work", ".build", ".cache", ".kernels"):
-            shutil.rmtree(self.item_dir / scratch, ignore_errors=True)
+Executor = Callable[[RunTask, Path, Callable[[Execution], bool]], Execution]
 
 
 def evaluate(record: CaseRecord, library: str, submission: Submission, source_label: str,
              thresholds: ResolvedThresholds | None, settings: Settings, case_dir: Path | None,
-             item_dir: Path | None = None) -> Verdict:
+             item_dir: Path | None = None, executor: Executor | None = None) -> Verdict:
     """Run the gates for one item and write its verdict.json (in ``item_dir``, by default
-    the item's folder). Raises RuntimeMissing."""
+    the item's folder). The runs happen through ``executor`` (default: ``execute`` in
+    this process; a cluster's sends the task to a worker). Raises RuntimeMissing."""
     item_dir = item_dir or item_directory(settings, library, record.id)
     fingerprint = _fingerprint(record, library, submission, thresholds, settings)
-    if settings.resume:
-        previous = load_verdict(item_dir)
-        if previous and previous.fingerprint == fingerprint:
-            return previous
-    runs = ItemRun(record, library, submission, item_dir, settings)
+    previous = _reusable_verdict(item_dir, fingerprint, settings)
+    if previous:
+        return previous
+    task = run_task(record, library, submission, settings)
     verdict = Verdict.for_item(
         record, library, source_label, submission=submission.origin, submission_fingerprint=submission.fingerprint,
-        runtime_version=runs.runtime.version,
-        runtime_image=runs.runtime.image,
-        sandbox=runs.backend.name, runner=settings.runner_for(library), artifacts=str(item_dir), fingerprint=fingerprint,
+        sandbox=settings.sandbox, runner=task.runner, artifacts=str(item_dir), fingerprint=fingerprint,
         case_fingerprint=case_fingerprint(record, library),
     )
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base
         verdict.tau_acc, verdict.tau_time, verdict.calibration = thresholds.tau_acc, thresholds.tau_time, thresholds.source
         verdict.alphas = thresholds.factors
-    runs.prepare_item_dir()
+    if item_dir.exists():
+        shutil.rmtree(item_dir)
+    item_dir.mkdir(parents=True)
+    for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
+        (item_dir / name).write_bytes(content)
+    judge = _Judge(record, verdict, thresholds, settings, case_dir)
     try:
-        _run_gates(record, runs, verdict, thresholds, settings, case_dir)
+        judge.prepare()  # the reference before any run: a missing one stops here
+        done = (executor or execute)(task, item_dir, judge.worth_timing)
+        if done.timed and not judge.worth_timing(done):  # a run site that times everything: as if it had not
+            done.without_timing()
+        judge.all_gates(done, item_dir)
         verdict.outcome, verdict.reason = "PASS", ""
     except gates.GateFailure as failure:
         verdict.outcome, verdict.reason = failure.outcome, failure.reason
-    finally:
-        runs.cleanup()
     (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
     return verdict
 
 
-def _keep_logs(result, item_dir: Path) -> None:
-    (item_dir / "stdout.txt").write_text(result.stdout)
-    (item_dir / "stderr.txt").write_text(result.stderr)
+class _Judge:
+    """The three gates over an ``Execution``, where the reference and thresholds live."""
 
+    def __init__(self, record: CaseRecord, verdict: Verdict, thresholds, settings: Settings, case_dir):
+        self.record, self.verdict, self.thresholds, self.settings, self.case_dir = (
+            record, verdict, thresholds, settings, case_dir)
 
-def _run_gates(record, runs: ItemRun, verdict: Verdict, thresholds, settings: Settings, case_dir) -> None:
-    spec = record.case_spec_dict()
-    grid = EvalGrid.from_spec(spec["eval_grid"])
-    valid = valid_mask(spec, grid)
-    reference = reference_fields(record, grid, case_dir)  # before any run: a missing reference stops here
+    def prepare(self) -> None:
+        spec = self.record.case_spec_dict()
+        self.grid = EvalGrid.from_spec(spec["eval_grid"])
+        self.valid = valid_mask(spec, self.grid)
+        self.reference = reference_fields(self.record, self.grid, self.case_dir)
 
-    # gate 1: execution and output format (compiled tracks: compilation first, timed apart)
-    build = runs.build()
-    if build is not None:
-        verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = build.seconds, build.cached, build.used_pch
-        if build.failure:
-            raise gates.exec_failure(build.failure)
-    result, workdir = runs.run(harvest_kernels=True)
-    _keep_logs(result, runs.item_dir)
-    verdict.t_first_run = result.solve_sec
-    verdict.cache_dropped = runs.harvest.dropped[:20]
-    failure = result.failure_reason()
-    if failure:
-        raise gates.exec_failure(failure)
-    # outputs are read once, as regular files of the run folder; the audit copy is those bytes
-    names = record.case_spec.output.arrays
-    solution_bytes = gates.read_solution_file(workdir, names, grid, runs.track.binary_outputs)
-    meta, meta_bytes = gates.read_meta(workdir)
-    verdict.solver_info = meta.get("solver_info") or {}
-    solution = gates.read_solution(solution_bytes, names, grid.axis_names, grid.shape, valid)
-    (runs.item_dir / "solution.npz").write_bytes(solution_bytes)
-    (runs.item_dir / "meta.json").write_bytes(meta_bytes)
-
-    # gate 2: accuracy against the reference
-    verdict.reference_norm = float(np.linalg.norm(reference[valid]))
-    verdict.error = metrics.relative_l2_error(solution, reference, valid)
-    for key, value in metrics.diagnostics(solution, reference, valid).items():
-        setattr(verdict, key, value)
-    inaccurate = None
-    if not settings.calibrate:
+    def worth_timing(self, done: Execution) -> bool:
+        """Whether the gated run earns timed runs: gates 1 and 2 pass, or the accuracy gate
+        fails by a margin some alpha of the sensitivity grid accepts (a near miss)."""
         try:
-            gates.accuracy_gate(verdict.error, thresholds.tau_acc)
+            self._gated_run(done, dataclasses.replace(self.verdict), None)
+        except gates.GateFailure:
+            return False
+        return True
+
+    def all_gates(self, done: Execution, item_dir: Path) -> None:
+        verdict = self.verdict
+        verdict.runtime_version, verdict.runtime_image, verdict.machine = (
+            done.runtime_version, done.runtime_image, done.machine)
+        verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = (
+            done.compile_sec, done.compile_cached, done.compile_pch)
+        if done.compile_log is not None:
+            (item_dir / "compile.log").write_text(done.compile_log)
+        if done.compile_failure is None:
+            (item_dir / "stdout.txt").write_text(done.stdout)
+            (item_dir / "stderr.txt").write_text(done.stderr)
+            verdict.t_first_run, verdict.cache_dropped = done.t_first_run, done.cache_dropped
+        inaccurate = self._gated_run(done, verdict, item_dir)
+        # gate 3: runtime, over warm repeated runs
+        verdict.timed_runs = list(done.timed_runs)
+        if done.timed_failure:
+            verdict.timed_failure = done.timed_failure
+            raise inaccurate or gates.exec_failure(done.timed_failure)
+        verdict.t_agent = statistics.fmean(verdict.timed_runs)
+        if inaccurate:
+            raise inaccurate
+        if self.settings.calibrate:
+            verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
+            verdict.calibration_problem = check_baseline(
+                self.record, verdict.error, verdict.t_agent, verdict.solver_info, verdict.reference_norm,
+                self.settings.alphas, calibration_setting(self.record, verdict.library))
+        else:
+            gates.time_gate(verdict.t_agent, self.thresholds.tau_time)
+
+    def _gated_run(self, done: Execution, verdict: Verdict, item_dir: Path | None) -> gates.GateFailure | None:
+        """Gates 1 (execution and output format) and 2 (accuracy) on the gated run: raises a
+        failure that ends the item, returns a near miss's (the timed runs still follow)."""
+        for failure in (done.compile_failure, done.run_failure, done.output_failure):
+            if failure:
+                raise gates.exec_failure(failure)
+        verdict.solver_info = json.loads(done.meta).get("solver_info") or {}
+        names = self.record.case_spec.output.arrays
+        solution = gates.read_solution(done.solution, names, self.grid.axis_names, self.grid.shape, self.valid)
+        if item_dir is not None:
+            (item_dir / "solution.npz").write_bytes(done.solution)
+            (item_dir / "meta.json").write_bytes(done.meta)
+        valid = self.valid
+        verdict.reference_norm = float(np.linalg.norm(self.reference[valid]))
+        verdict.error = metrics.relative_l2_error(solution, self.reference, valid)
+        for key, value in metrics.diagnostics(solution, self.reference, valid).items():
+            setattr(verdict, key, value)
+        if self.settings.calibrate:
+            return None
+        try:
+            gates.accuracy_gate(verdict.error, self.thresholds.tau_acc)
         except gates.GateFailure as failure:
             # timed all the same when a looser alpha_acc of the sensitivity grid would accept
             # it: the report re-gates from stored numbers (costs the timed runs of near misses)
-            if not thresholds.accurate_under_some_sensitivity_alpha(verdict.error):
+            if not self.thresholds.accurate_under_some_sensitivity_alpha(verdict.error):
                 raise
-            inaccurate = failure
-
-    # gate 3: runtime, over warm repeated runs
-    for index in range(settings.runs):
-        timed, _ = runs.run()
-        failure = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
-        if failure:
-            verdict.timed_failure = f"timed run {index + 1} failed: {failure}"
-            raise inaccurate or gates.exec_failure(verdict.timed_failure)
-        verdict.timed_runs.append(timed.solve_sec)
-    verdict.t_agent = statistics.fmean(verdict.timed_runs)
-    if inaccurate:
-        raise inaccurate
-    if settings.calibrate:
-        verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
-        verdict.calibration_problem = check_baseline(record, verdict.error, verdict.t_agent, verdict.solver_info,
-                                                     verdict.reference_norm, settings.alphas, runs.calibration_setting)
-    else:
-        gates.time_gate(verdict.t_agent, thresholds.tau_time)
+            return failure
+        return None

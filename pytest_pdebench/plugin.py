@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "from it; 'cold': a fresh interpreter per run (as the docker sandbox always does)")
     group.addoption("--pde-image", action="append", default=[], metavar="TRACK=IMAGE",
                     help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
+    group.addoption("--pde-cluster", metavar="ADDRESS", help="run the submissions on the workers of a Dask cluster "
+                    "(tcp://HOST:PORT or a scheduler file) instead of here; replaces -n")
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")
     group.addoption("--pde-report", metavar="DIR", help="write the tables and figures of this run into DIR at the end "
                     "(as `pdebench report` does from a stored run)")
@@ -198,6 +200,20 @@ class _Recorder:
             terminalreporter.write_line(report_of_session(self.run.verdicts, self.run.session_metadata(),
                                                           Path(config.getoption("pde_report"))))
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
+
+
+def pytest_collection_finish(session):
+    run = session.config.stash.get(items.PDE_RUN, None)
+    if run is not None and run.cluster is not None:
+        sent = run.prefetch(session.items)
+        session.config.get_terminal_writer().line(
+            f"pdebench: {sent} items sent ahead to {len(run.cluster.workers)} workers at {run.cluster.address}")
+
+
+def pytest_unconfigure(config):
+    run = config.stash.get(items.PDE_RUN, None)
+    if run is not None:
+        run.close()  # a cluster: what is queued is cancelled and what runs is killed
 
 
 @pytest.hookimpl(trylast=True)

@@ -24,6 +24,7 @@ from .submissions import DirectorySource
 
 if TYPE_CHECKING:
     from .attempts import Source
+    from .cluster import Cluster
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
@@ -62,6 +63,25 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
                                     f"{', '.join(LIBRARIES)} (e.g. dolfinx=dolfinx/dolfinx:v0.11.0)")
         chosen[track] = image.strip()
     return tuple(sorted(chosen.items()))
+
+
+def _cluster(config: pytest.Config, libraries: tuple[str, ...], settings: Settings):
+    """The Dask cluster of --pde-cluster (controller only: it replaces pytest-xdist)."""
+    from .cluster import Cluster, ClusterError
+
+    if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--pde-cluster spreads the items over the cluster's workers: leave out -n "
+                                "(xdist workers would each be a controller of their own)")
+    try:
+        cluster = Cluster(config.option.pde_cluster, list(libraries), settings.sandbox, dict(settings.images))
+    except ClusterError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        cluster.runtimes(libraries)  # workers that disagree stop the run here
+    except ClusterError as exc:
+        cluster.close()
+        raise pytest.UsageError(str(exc)) from None
+    return cluster
 
 
 def workers(config: pytest.Config) -> int:
@@ -107,6 +127,7 @@ class PdeRun:
     validate: bool = False
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
+    cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
     _speed_probe: float | None = None
 
     @classmethod
@@ -151,55 +172,125 @@ class PdeRun:
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
         settings = dataclasses.replace(settings, output_dir=output.resolve())
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
-        return cls(config, cases_path.resolve(), _libraries(opt.pde_library), source, settings,
-                   CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate, static_only=opt.pde_validate_static)
+        libraries = _libraries(opt.pde_library)
+        cluster = _cluster(config, libraries, settings) if opt.pde_cluster and not validate else None
+        if cluster is not None:
+            settings = dataclasses.replace(settings, remote_runtimes=cluster.runtimes(libraries))
+        return cls(config, cases_path.resolve(), libraries, source, settings,
+                   CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate,
+                   static_only=opt.pde_validate_static, cluster=cluster)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
         from .attempts import run_attempts
         from .evaluation import item_directory
 
-        thresholds = self._thresholds(record, library)  # before any model call: no money spent on a non-starter
+        # before any model call: no money spent on a non-starter
+        thresholds, executor = self._thresholds_and_executor(record, library)
 
         def gates(submission, attempt_dir):
             return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
-                            item_dir=attempt_dir)
+                            item_dir=attempt_dir, executor=executor)
 
         return run_attempts(self.source, record, library, item_directory(self.settings, library, record.id), gates)
 
-    def _thresholds(self, record: CaseRecord, library: str):
+    def _thresholds_and_executor(self, record: CaseRecord, library: str):
+        """The item's thresholds and where its runs go: here, or (``--pde-cluster``) the workers
+        of the first machine class that has a calibration for it, its own before a borrowed one."""
+        if self.cluster is None:
+            return self._thresholds(record, library, self.store), None
+        classes = self.cluster.machines()
+        if self.settings.calibrate:  # one class is calibrated per run (the best-staffed)
+            return None, self.cluster.executor(*next(iter(classes.items())))
+        found = [(self.store_for(machine).thresholds(record, library, self.settings.alphas), machine, workers)
+                 for machine, workers in classes.items()]
+        found = sorted((entry for entry in found if entry[0] is not None), key=lambda entry: entry[0].foreign_machine)
+        if not found:
+            pytest.fail(f"no calibration for case {record.id!r} on {library} for the machines of the cluster's "
+                        f"workers ({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
+                        f"`pdebench calibrate --library {library} -- --pde-cluster={self.cluster.address}` first",
+                        pytrace=False)
+        thresholds, machine, workers = found[0]
+        self._warn_if_foreign(record, library, thresholds, self.store_for(machine))
+        return thresholds, self.cluster.executor(machine, workers)
+
+    def store_for(self, machine: str) -> CalibrationStore:
+        return CalibrationStore(self.store.directory, machine=machine, runtime_tag=self.settings.runtime_tag)
+
+    def _thresholds(self, record: CaseRecord, library: str, store: CalibrationStore):
         thresholds = None
         if not self.settings.calibrate:
-            thresholds = self.store.thresholds(record, library, self.settings.alphas)
+            thresholds = store.thresholds(record, library, self.settings.alphas)
             if thresholds is None:
                 pytest.fail(
-                    f"no calibration for case {record.id!r} on {library} (machine {self.store.machine_for(library)}): "
+                    f"no calibration for case {record.id!r} on {library} (machine {store.machine_for(library)}): "
                     f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first", pytrace=False)
-            if thresholds.foreign_machine:
-                warnings.warn(PdeBenchWarning(
-                    f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from this machine "
-                    f"({self.store.machine_for(library)}); `pdebench calibrate --library {library}` measures one here"))
+            self._warn_if_foreign(record, library, thresholds, store)
         return thresholds
+
+    @staticmethod
+    def _warn_if_foreign(record: CaseRecord, library: str, thresholds, store: CalibrationStore) -> None:
+        if thresholds.foreign_machine:
+            warnings.warn(PdeBenchWarning(
+                f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
+                f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures "
+                "one there"))
 
     def write_calibration(self) -> dict[str, Path]:
         """Store the baselines of the passing calibration items (controller only)."""
         written = {}
-        for library in sorted({v["library"] for v in self.verdicts}):
+        # each baseline goes to the machine that timed it (a cluster's worker, or this one)
+        for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in self.verdicts}):
+            store = self.store if machine == self.store.machine else self.store_for(machine)
             entries = {
                 v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
                                "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
                                "solver_info": v["solver_info"], "runtime_version": v["runtime_version"],
                                "speed_probe_sec": self.speed_probe_sec(), "calibrated_at": now_iso()}
                 for v in self.verdicts
-                if v["library"] == library and v["outcome"] == "PASS" and not v["calibration_problem"]
+                if v["library"] == library and (v.get("machine") or self.store.machine) == machine
+                and v["outcome"] == "PASS" and not v["calibration_problem"]
             }
             if entries:
-                written[library] = self.store.write(library, entries, self.conditions(library))
+                written[f"{library} ({machine})" if self.cluster else library] = store.write(
+                    library, entries, self.conditions(library))
         return written
+
+    def prefetch(self, items) -> int:
+        """--pde-cluster: send the runs of items whose submission needs no generation (a
+        folder of solvers) to the workers now, in item order; returns how many were sent."""
+        from .evaluation import item_directory, run_task, will_run
+
+        if self.cluster is None or not getattr(self.source, "prefetchable", False):
+            return 0
+        sent = 0
+        for item in items:
+            record, library = getattr(item, "record", None), getattr(item, "library", None)
+            if record is None:
+                continue
+            draft = self.source.draft(record, library, None, 1, None)
+            if draft.submission is None:
+                continue
+            try:
+                with warnings.catch_warnings():  # the item warns itself
+                    warnings.simplefilter("ignore")
+                    thresholds, executor = self._thresholds_and_executor(record, library)
+                self.settings.runtime(library)
+            except (pytest.fail.Exception, RuntimeMissing):
+                continue  # the item says why itself
+            if will_run(record, library, draft.submission, thresholds, self.settings,
+                        item_directory(self.settings, library, record.id)):
+                executor.send(run_task(record, library, draft.submission, self.settings))
+                sent += 1
+        return sent
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
 
     def conditions(self, library: str) -> dict:
         """What a runtime baseline depends on besides the machine: the evaluation's are
         compared with the calibration's (``condition_mismatches``)."""
-        return {"workers": workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox,
+        return {"workers": self.cluster.size if self.cluster else workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox,
                 "runner": self.settings.runner_for(library)}
 
     def speed_probe_sec(self) -> float:
@@ -237,7 +328,8 @@ class PdeRun:
         return lines
 
     def session_metadata(self) -> dict:
-        return {"machine": machine_key(), "source": self.source.label, "libraries": list(self.libraries),
+        return {"machine": machine_key(), **({"cluster": self.cluster.metadata()} if self.cluster else {}),
+                "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
                 "sandbox": self.settings.sandbox, "mode": self.mode,

@@ -48,6 +48,7 @@ class DirectorySource:
 
     attempts = 1
     attempt_folders = False
+    prefetchable = True  # draft() needs no item folder and no model: a cluster may run it ahead
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)

@@ -220,6 +220,15 @@ def write_calibration(directory: Path, library: str, records: list[dict], e_base
     return directory
 
 
+# one case per family the DOLFINx track supports, the quickest baseline of each (calibration
+# mode: a baseline is measured, so nothing depends on a calibration of the runtime)
+DOLFINX_CASES = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037",
+                 "biharmonic_plate_unit_square_035", "elasticity_nu045_unit_square_noexact_003",
+                 "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008", "rd_linear_t_junction_016",
+                 "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026",
+                 "wave_c1_t_junction_027"]
+
+
 def processes_with(marker: str) -> list[int]:
     """Processes whose command line holds the marker (to prove a timeout left none)."""
     found = []
@@ -303,3 +312,21 @@ def outcomes_from_report(path: Path) -> dict[str, dict]:
     """case_id -> pde metadata of a pytest-json-report file."""
     report = json.loads(Path(path).read_text())
     return {t["metadata"]["pde"]["case_id"]: t["metadata"]["pde"] for t in report["tests"] if "metadata" in t}
+
+
+def dask_installed() -> None:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        _missing("Dask is not installed (pip install 'pytest-pdebench[cluster]'; `make setup` does)")
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory, dolfinx_available):
+    """Two workers on loopback for the whole session (tests that kill workers start their own)."""
+    dask_installed()
+    from pytest_pdebench.cluster import LoopbackCluster
+
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"))
+    yield cluster
+    cluster.stop()

@@ -15,18 +15,11 @@ import time
 
 import pytest
 
-from conftest import (NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
+from conftest import (DOLFINX_CASES, NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
                       run_track, write_calibration, write_jsonl)
 from pytest_pdebench.sandbox import Limits, RunRequest
 from pytest_pdebench.sandbox.docker_backend import CASE_LABEL, LABEL, DockerBackend, labelled_containers
 
-# one case per family the track supports (calibration mode: a baseline is measured, so
-# nothing depends on a calibration of this image)
-DOLFINX_CASES = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037",
-                 "biharmonic_plate_unit_square_035", "elasticity_nu045_unit_square_noexact_003",
-                 "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008", "rd_linear_t_junction_016",
-                 "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026",
-                 "wave_c1_t_junction_027"]  # the quickest baseline of each family
 # the last is meshed by the gmsh executable, which the image must hold as the host's runtime does
 DEALII_CASES = ["poisson_graded_kappa_l_shape_050", "heat_short_unit_square_robin_021", "stokes_nu01_unit_square_010",
                 "poisson_contrast_kappa_dumbbell_048"]

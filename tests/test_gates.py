@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -41,17 +43,27 @@ REASONS = {
 }
 
 
-@pytest.fixture(scope="module", params=["dolfinx", "firedrake", "dolfinx-docker"])
+class GateRun(NamedTuple):
+    outcomes: dict
+    stdout: str
+    root: Path
+    returncode: int
+    options: list[str]  # where the runs happened: a sandbox, or a cluster
+
+
+@pytest.fixture(scope="module", params=["dolfinx", "firedrake", "dolfinx-docker", "dolfinx-cluster"])
 def gate_run(request, tmp_path_factory):
-    """One pytest run over all the toy solvers on a track (in the bubblewrap sandbox, or
-    in containers through a real engine); returns (outcomes, stdout, directory, exit code)."""
+    """One pytest run over all the toy solvers on a track (in the bubblewrap sandbox, in
+    containers through a real engine, or on the workers of a Dask cluster)."""
     import subprocess
     import sys
 
-    library, _, sandbox = request.param.partition("-")
-    machine, extra = None, []
-    if sandbox == "docker":
+    library, _, site = request.param.partition("-")
+    machine, extra, parallel = None, [], ["-n", "2"]
+    if site == "docker":
         machine, extra = docker_machine(request.getfixturevalue("dolfinx_image")), ["--pde-sandbox=docker"]
+    elif site == "cluster":  # two one-thread workers instead of two xdist workers
+        extra, parallel = [f"--pde-cluster={request.getfixturevalue('dask_cluster').address}"], []
     else:
         request.getfixturevalue(f"{library}_available")
     root = tmp_path_factory.mktemp(f"gates-{request.param}")
@@ -65,17 +77,17 @@ def gate_run(request, tmp_path_factory):
         (solvers / f"{name}.py").write_text(code)
     report = root / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", f"--pde-library={library}",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *parallel, f"--pde-library={library}",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
          f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
          "--json-report", f"--json-report-file={report}", f"--pde-report={root / 'tables'}", "-rA", *extra],
         cwd=root, capture_output=True, text=True, timeout=600)
-    return outcomes_from_report(report), done.stdout, root, done.returncode
+    return GateRun(outcomes_from_report(report), done.stdout, root, done.returncode, extra)
 
 
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_outcome_and_reason(gate_run, name):
-    outcomes, stdout, _, _ = gate_run
+    outcomes, stdout, _, _, _ = gate_run
     expected, _ = SOLVERS[name]
     verdict = outcomes[name]
     assert verdict["outcome"] == expected, verdict["reason"]
@@ -85,7 +97,7 @@ def test_outcome_and_reason(gate_run, name):
 
 
 def test_passing_item_metadata(gate_run):
-    outcomes, _, root, _ = gate_run
+    outcomes, _, root, _, _ = gate_run
     verdict = outcomes["exact"]
     assert verdict["error"] < 1e-12
     assert verdict["tau_acc"] == pytest.approx(10 * E_BASE)
@@ -101,13 +113,13 @@ def test_passing_item_metadata(gate_run):
 
 
 def test_accuracy_failure_skips_timing(gate_run):
-    outcomes, _, _, _ = gate_run
+    outcomes, _, _, _, _ = gate_run
     assert outcomes["noisy"]["t_agent"] is None
     assert 8e-3 < outcomes["noisy"]["error"] < 0.1  # beyond tau_max: no alpha_acc accepts it
 
 
 def test_a_near_miss_is_timed_for_the_sensitivity_grid(gate_run):
-    outcomes, _, _, _ = gate_run
+    outcomes, _, _, _, _ = gate_run
     verdict = outcomes["near_miss"]
     assert 1e-3 < verdict["error"] < 8e-3
     assert verdict["t_agent"] is not None and len(verdict["timed_runs"]) == 3  # --pde-runs, default 3
@@ -115,7 +127,7 @@ def test_a_near_miss_is_timed_for_the_sensitivity_grid(gate_run):
 
 
 def test_summary_table_and_exit_code(gate_run):
-    _, stdout, _, returncode = gate_run
+    _, stdout, _, returncode, _ = gate_run
     assert returncode == 1  # failures present
     assert "PDEAgent-Bench outcomes" in stdout
     table_line = next(line for line in stdout.splitlines() if line.startswith("poisson"))
@@ -126,7 +138,7 @@ def test_summary_table_and_exit_code(gate_run):
 def test_the_run_writes_its_report(gate_run):
     from pytest_pdebench.analysis.runs import load_run
 
-    outcomes, stdout, root, _ = gate_run
+    outcomes, stdout, root, _, _ = gate_run
     assert f"report: {root / 'tables' / 'report.html'}" in stdout
     summary = json.loads((root / "tables" / "summary.json").read_text())
     stages = summary["tables"]["stages"]["rows"][0]
@@ -139,15 +151,14 @@ def test_resume_reuses_finished_verdicts(gate_run):
     import subprocess
     import sys
 
-    outcomes, _, root, _ = gate_run
+    outcomes, _, root, _, options = gate_run
     library = outcomes["exact"]["library"]
     verdicts = {name: root / "out" / library / name / "verdict.json" for name in ("exact", "slow")}
     before = {name: path.stat().st_mtime_ns for name, path in verdicts.items()}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}", "--pde-resume",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}", "-k", "exact or slow",
-         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q",
-         f"--pde-sandbox={outcomes['exact']['sandbox']}"],
+         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q", *options],
         cwd=root, capture_output=True, text=True, timeout=300)
     assert "1 failed, 1 passed" in done.stdout
     # a re-run rewrites its item folder; reused verdicts are left as they were
@@ -164,8 +175,8 @@ def test_regating_stored_numbers_equals_a_real_run_with_other_alphas(gate_run):
     from pytest_pdebench.analysis.runs import load_run
     from pytest_pdebench.analysis.tables import regate
 
-    outcomes, _, root, _ = gate_run
-    if outcomes["exact"]["library"] != "dolfinx" or outcomes["exact"]["sandbox"] != "bubblewrap":
+    outcomes, _, root, _, options = gate_run
+    if outcomes["exact"]["library"] != "dolfinx" or options:
         pytest.skip("one track and sandbox are enough: re-gating does not depend on them")
     report = root / "loose.json"
     subprocess.run(

@@ -140,15 +140,18 @@ def stored_answer(folder: Path) -> Path:
 
 
 @pytest.mark.fem
-@pytest.mark.parametrize("track", ["dolfinx", "dolfinx-cold", "firedrake", "dolfinx-docker"])
+@pytest.mark.parametrize("track", ["dolfinx", "dolfinx-cold", "firedrake", "dolfinx-docker", "dolfinx-cluster"])
 def test_python_probes_get_the_honest_verdict(track, request, tmp_path):
-    """dolfinx: the warm runner (the default); dolfinx-cold: a fresh interpreter per run."""
+    """dolfinx: the warm runner (the default); dolfinx-cold: a fresh interpreter per run;
+    dolfinx-cluster: on the two workers of a Dask cluster instead of two xdist workers."""
     library, _, sandbox = track.partition("-")
-    machine, backend = None, []
+    machine, backend = None, ["-n", "2"]
     if sandbox == "cold":
-        backend = ["--pde-runner=cold"]
+        backend += ["--pde-runner=cold"]
+    if sandbox == "cluster":
+        backend = [f"--pde-cluster={request.getfixturevalue('dask_cluster').address}"]
     if sandbox == "docker":  # the same probes in containers, through a real engine
-        machine, backend = docker_machine(request.getfixturevalue("dolfinx_image")), ["--pde-sandbox=docker"]
+        machine, backend = docker_machine(request.getfixturevalue("dolfinx_image")), ["-n", "2", "--pde-sandbox=docker"]
     else:
         request.getfixturevalue(f"{library}_available")
     probes = python_probes(library, stored_answer(tmp_path / "stored"))
@@ -157,7 +160,7 @@ def test_python_probes_get_the_honest_verdict(track, request, tmp_path):
                for case_id, (_, _, body) in probes.items()}
     cases, submissions = toy_cases(tmp_path, library, solvers, E_BASE, T_BASE, NX, NY, machine)
     calibrations = f"--pde-calibrations={tmp_path / 'calibrations'}"
-    done, outcomes = run_track(tmp_path, library, cases, submissions, calibrations, "-n", "2", *backend)
+    done, outcomes = run_track(tmp_path, library, cases, submissions, calibrations, *backend)
     assert sorted(outcomes) == sorted(probes), done.stdout[-3000:]
     wrong = {case_id: (outcomes[case_id]["outcome"], outcomes[case_id]["reason"])
              for case_id, (outcome, words, _) in probes.items()
@@ -171,7 +174,7 @@ def test_python_probes_get_the_honest_verdict(track, request, tmp_path):
     assert json.loads((audit / "audit_write" / "verdict.json").read_text())["outcome"] == "F-Time"
     assert not (audit / "audit_write" / "solution.npz").read_bytes().startswith(b"{")
     # a second session of the same submission: nothing memoised survives in a kept store
-    done, again = run_track(tmp_path, library, cases, submissions, calibrations, "-n", "2", "-k", "memo", *backend)
+    done, again = run_track(tmp_path, library, cases, submissions, calibrations, "-k", "memo", *backend)
     assert {case_id for case_id in again} == {case_id for case_id in probes if case_id.startswith("memo")}
     for case_id, verdict in again.items():
         assert verdict["outcome"] == "F-Time", (case_id, verdict["reason"], done.stdout[-2000:])

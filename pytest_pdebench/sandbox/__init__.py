@@ -16,6 +16,8 @@ sees), which host directories it may read, and its limits. A backend turns it in
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import resource
 import select
@@ -40,6 +42,46 @@ BWRAP_INSTALL_HINT = (
     "Install it with `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`, "
     "or run `make setup`; `--pde-sandbox=none` runs solvers unsandboxed (unsafe for untrusted code)."
 )
+
+
+# the runs going on in this process, so that all of one owner's can be killed at once
+# (a cluster worker whose controller was interrupted: cluster.py)
+_live_runs: dict[int, tuple[str | None, object]] = {}
+_live_lock = threading.Lock()
+_live_ids = itertools.count()
+_owner = threading.local()
+
+
+@contextlib.contextmanager
+def owned_by(token: str):
+    """Runs started in this thread inside the block belong to ``token``."""
+    _owner.token = token
+    try:
+        yield
+    finally:
+        _owner.token = None
+
+
+@contextlib.contextmanager
+def live_run(kill):
+    """Register a run while it goes on; ``kill()`` ends it (and everything it started)."""
+    key = next(_live_ids)
+    with _live_lock:
+        _live_runs[key] = (getattr(_owner, "token", None), kill)
+    try:
+        yield
+    finally:
+        with _live_lock:
+            _live_runs.pop(key, None)
+
+
+def abort_live_runs(owner: str | None = None) -> int:
+    """Kill the live runs of ``owner`` (None: all); returns how many."""
+    with _live_lock:
+        victims = [kill for who, kill in _live_runs.values() if owner is None or who == owner]
+    for kill in victims:
+        kill()
+    return len(victims)
 
 
 class SandboxError(RuntimeError):
@@ -284,7 +326,8 @@ class Backend:
         for thread in (marker, out, err):
             thread.start()
         try:
-            timed_out = not _wait_for_exit(process, request.limits.timeout_sec)
+            with live_run(lambda: self.kill(process)):
+                timed_out = not _wait_for_exit(process, request.limits.timeout_sec)
             end = time.perf_counter()
         finally:  # also on KeyboardInterrupt: leave nothing running behind us
             self.kill(process)  # the whole group: a child left behind cannot touch the outputs later

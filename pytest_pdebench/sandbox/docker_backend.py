@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import RUNNER, Backend, CappedLog, RunRequest, RunResult, SandboxError
+from . import RUNNER, Backend, CappedLog, RunRequest, RunResult, SandboxError, live_run
 
 LABEL = "org.pdebench.run"  # on every container this backend creates: its owner's pid
 CASE_LABEL = "org.pdebench.item"
@@ -200,7 +200,8 @@ class DockerBackend(Backend):
         argv = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in env.items()), *argv]
         container = self._create(request, argv, env)
         try:
-            return self._run(container, request, token.encode())
+            with live_run(lambda: self._kill(container)):
+                return self._run(container, request, token.encode())
         finally:  # also on KeyboardInterrupt: no container outlives its run
             self._remove(container)
 

@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker, kill_group
+from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker, kill_group, live_run
 
 ZYGOTE = HARNESS_DIR / "zygote.py"
 KEPT_ZYGOTES = 2
@@ -222,7 +222,8 @@ def run(backend, request: RunRequest) -> RunResult:
             finally:  # the run holds them now: their ends arrive when it is gone
                 for _, write in pipes:
                     os.close(write)
-            reply, timed_out = zygote.wait(limits.timeout_sec, lambda: kill_group(sandbox))
+            with live_run(lambda: kill_group(sandbox)):
+                reply, timed_out = zygote.wait(limits.timeout_sec, lambda: kill_group(sandbox))
             end = time.perf_counter()
         finally:  # also on KeyboardInterrupt: nothing of the run outlives this call
             _end_sandbox(sandbox)

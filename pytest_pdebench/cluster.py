@@ -1,0 +1,331 @@
+"""``--pde-cluster``: the runs of every item on the workers of a Dask cluster.
+
+The pytest session stays the controller: it collects, calls models, holds the references,
+thresholds and calibrations, judges and reports. A worker receives a ``RunTask`` (the
+agent view, the submission's files, the limits: ``execution.py``) and returns an
+``Execution`` (logs, the outputs' bytes, timings, its machine key); it never sees an
+answer. Work whose submission is known without generation (a folder of solvers) is
+submitted ahead, in item order, so the workers stay busy while the controller judges.
+
+A worker times one run at a time on a core of its own: workers must have one thread
+(``dask worker --nthreads 1``), and each pins itself to a core no other worker of its
+host holds (``CorePin``) when there are cores enough.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .execution import Execution, RunTask, execute
+
+try:
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # the cluster extra is not installed: connect() says so
+    WorkerPlugin = object
+
+INSTALL_HINT = "--pde-cluster needs Dask: pip install 'pytest-pdebench[cluster]' (dask, distributed, dask-jobqueue)"
+CONNECT_TIMEOUT_SEC = 20
+CORE_LOCKS = Path(tempfile.gettempdir()) / "pdebench-cores"
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot take the run (unreachable, unsuitable workers): the message says why."""
+
+
+@dataclass(frozen=True)
+class WorkerFacts:
+    address: str
+    host: str
+    machine: str  # calibration.machine_key() there
+    threads: int
+    runtimes: dict  # library -> {"version", "image"} or {"missing": reason}
+    core: int | None  # the core it is pinned to
+
+
+# ---- on the workers ----
+
+class CorePin(WorkerPlugin):
+    """Worker plugin: pin the worker process to a core no other worker of the host holds
+    (a lock file per core, held for the worker's life), when the host has a core per worker."""
+
+    name = "pdebench-core-pin"
+
+    def setup(self, worker):
+        import fcntl
+
+        self.core, self._lock = None, None
+        if not hasattr(os, "sched_setaffinity"):
+            return
+        CORE_LOCKS.mkdir(exist_ok=True)
+        for core in sorted(os.sched_getaffinity(0)):
+            handle = open(CORE_LOCKS / f"core-{core}.lock", "w")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            os.sched_setaffinity(0, {core})
+            self.core, self._lock = core, handle
+            return
+
+    def teardown(self, worker):
+        if self._lock is not None:
+            self._lock.close()
+
+
+def worker_facts(libraries: list[str], sandbox: str, images: dict, dask_worker=None) -> dict:
+    """What the controller needs to know about a worker before sending it work."""
+    from .calibration import machine_key
+    from .libraries import RuntimeMissing, detect_runtime
+
+    runtimes = {}
+    for library in libraries:
+        try:
+            runtime = detect_runtime(library, sandbox, images.get(library))
+            runtimes[library] = {"version": runtime.version, "image": runtime.image}
+        except RuntimeMissing as exc:
+            runtimes[library] = {"missing": str(exc)}
+    pin = dask_worker.plugins.get(CorePin.name)
+    return {"address": dask_worker.address, "host": os.uname().nodename, "machine": machine_key(),
+            "threads": dask_worker.state.nthreads, "runtimes": runtimes, "core": getattr(pin, "core", None)}
+
+
+def run_on_worker(task: RunTask, owner: str) -> Execution:
+    """A task's runs in a scratch folder of the worker, removed afterwards; they belong to
+    ``owner`` (the controller's session), whose abort ends them."""
+    from distributed import get_worker
+
+    from .sandbox import owned_by
+
+    worker = get_worker()
+    root = Path(worker.local_directory) / "pdebench-items"
+    root.mkdir(exist_ok=True)
+    workspace = Path(tempfile.mkdtemp(prefix=f"{task.library}-{task.case_id}-", dir=root))
+    start = time.perf_counter()
+    try:
+        with owned_by(owner):
+            done = execute(task, workspace)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    done.worker, done.site_sec = worker.address, time.perf_counter() - start
+    return done
+
+
+def abort_runs(owner: str) -> int:
+    """Kill the runs of ``owner`` going on in this worker (its controller was interrupted)."""
+    from .sandbox import abort_live_runs
+
+    return abort_live_runs(owner)
+
+
+# ---- on the controller ----
+
+class _Executor:
+    """``evaluation.Executor`` for a cluster: an item's runs on a worker of ``machine``
+    (the class its thresholds were measured on; ``workers``: its hosts, None: anywhere).
+    The worker times every well-formed run; the gates drop what a local run would not have
+    timed."""
+
+    def __init__(self, cluster: "Cluster", machine: str, workers: list[str] | None):
+        self.cluster, self.machine, self.workers = cluster, machine, workers
+
+    def send(self, task: RunTask) -> None:
+        self.cluster.submit(task, self.workers)
+
+    def __call__(self, task: RunTask, workspace: Path, time_it) -> Execution:
+        done = self.cluster.take(task, self.workers)
+        if done.worker and done.machine != self.machine:  # a worker that joined later, of another class
+            raise ClusterError(f"{task.case_id}[{task.library}] was timed on a {done.machine} worker "
+                               f"({done.worker}), but its thresholds are for {self.machine}")
+        return done
+
+
+def connect(address: str):
+    """A Dask client for ``address``: tcp://HOST:PORT, or a scheduler file."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ClusterError(INSTALL_HINT) from None
+    target = {"scheduler_file": address} if Path(address).is_file() else {"address": address}
+    try:
+        return Client(**target, timeout=CONNECT_TIMEOUT_SEC, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"--pde-cluster {address}: no Dask scheduler answers there ({exc})") from None
+
+
+class Cluster:
+    """The controller's side: the workers' facts, work submitted ahead, results."""
+
+    def __init__(self, address: str, libraries: list[str], sandbox: str, images: dict):
+        self.address = address
+        self.client = connect(address)
+        self._lock = threading.Lock()
+        self.pending: dict[tuple, tuple[RunTask, object]] = {}
+        self.owner = f"{os.uname().nodename}-{os.getpid()}-{os.urandom(4).hex()}"  # names this session's runs
+        try:
+            self.client.register_plugin(CorePin())
+            replies = self.client.run(worker_facts, libraries, sandbox, images)
+        except Exception:
+            self.client.close()
+            raise
+        self.workers = [WorkerFacts(**facts) for facts in replies.values()]
+        if not self.workers:
+            self.close()
+            raise ClusterError(f"--pde-cluster {address}: the scheduler has no workers")
+        crowded = [w.address for w in self.workers if w.threads != 1]
+        if crowded:
+            self.close()
+            raise ClusterError(f"--pde-cluster {address}: workers {', '.join(crowded)} run more than one task at "
+                               "a time, so timed runs would share cores; start them with `dask worker --nthreads 1`")
+
+    def machines(self) -> dict[str, list[str] | None]:
+        """Machine key -> where its runs may go, the best-staffed class first: the hosts of its
+        workers (a worker restarted after a crash has a new address, never a new host), or
+        None (anywhere) when all workers are of one class."""
+        classes: dict[str, set[str]] = {}
+        for worker in self.workers:
+            classes.setdefault(worker.machine, set()).add(urlsplit(worker.address).hostname)
+        ordered = sorted(classes.items(), key=lambda item: -sum(w.machine == item[0] for w in self.workers))
+        if len(ordered) == 1:
+            return {ordered[0][0]: None}
+        return {machine: sorted(hosts) for machine, hosts in ordered}
+
+    @property
+    def size(self) -> int:
+        """How many runs share one host at most (the ``workers`` condition of a calibration)."""
+        hosts: dict[str, int] = {}
+        for worker in self.workers:
+            hosts[worker.host] = hosts.get(worker.host, 0) + 1
+        return max(hosts.values())
+
+    def runtimes(self, libraries) -> tuple:
+        """Each library's runtime as the workers report it (``Settings.remote_runtimes``): the
+        first worker's that has it, else why none has. Workers that disagree are an error."""
+        found = []
+        for library in libraries:
+            reports = [w.runtimes.get(library, {}) for w in self.workers]
+            present = {(r["version"], r["image"]) for r in reports if "missing" not in r}
+            if len(present) > 1:
+                raise ClusterError(f"the cluster's workers run different {library} runtimes ({sorted(present, key=str)}):"
+                                   " one run must time one runtime")
+            if present:
+                version, image = present.pop()
+                found.append((library, version, image, None))
+            else:
+                found.append((library, "", None, reports[0].get("missing", "not reported")))
+        return tuple(found)
+
+    def metadata(self) -> dict:
+        return {"address": self.address,
+                "workers": [{"address": w.address, "host": w.host, "machine": w.machine, "core": w.core}
+                            for w in self.workers]}
+
+    @staticmethod
+    def _key(task: RunTask) -> tuple:
+        return task.library, task.case_id, task.submission.fingerprint
+
+    def submit(self, task: RunTask, workers: list[str] | None) -> None:
+        """Send a task ahead of its item (the item collects it when its turn comes)."""
+        future = self.client.submit(run_on_worker, task, self.owner, workers=workers, pure=False,
+                                    key=f"pdebench-{task.library}-{task.case_id}-{os.urandom(4).hex()}")
+        with self._lock:
+            self.pending[self._key(task)] = (task, future)
+
+    def executor(self, machine: str, workers: list[str] | None) -> "_Executor":
+        """The ``evaluation.Executor`` of items whose runs go to ``workers``."""
+        return _Executor(self, machine, workers)
+
+    def take(self, task: RunTask, workers: list[str] | None) -> Execution:
+        """The result of ``task``: of the one sent ahead, or sent now."""
+        with self._lock:
+            sent, future = self.pending.pop(self._key(task), (None, None))
+        if future is None or sent != task:
+            if future is not None:
+                future.cancel()
+            self.submit(task, workers)
+            with self._lock:
+                _, future = self.pending.pop(self._key(task))
+        return self._result(future)
+
+    def _result(self, future) -> Execution:
+        from distributed import KilledWorker
+
+        try:
+            return future.result()
+        except KilledWorker as exc:  # the scheduler gave up after the workers running it died
+            return Execution(run_failure=f"the run ended every Dask worker that tried it ({exc})")
+
+    def close(self) -> None:
+        """Cancel what is queued, kill what runs on the workers, and disconnect."""
+        with self._lock:
+            futures = [future for _, future in self.pending.values()]
+            self.pending.clear()
+        try:
+            if futures:
+                self.client.cancel(futures)
+            self.client.run(abort_runs, self.owner)
+        except Exception:  # a scheduler already gone leaves nothing to cancel
+            pass
+        self.client.close()
+
+
+class LoopbackCluster:
+    """A Dask scheduler and ``workers`` one-thread workers (under one nanny process each)
+    on loopback, started as `dask scheduler` / `dask worker` are on a cluster (tests and
+    ``benchmarks/``); ``stop()`` ends them by process group."""
+
+    def __init__(self, folder: Path, workers: int = 2, env: dict | None = None):
+        import subprocess
+        import sys
+
+        self.folder, self.scheduler_file = folder, folder / "scheduler.json"
+        self.processes = []
+        environment = {**os.environ, **(env or {})}
+        logs = folder / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+
+        def start(name: str, *argv: str):
+            with open(logs / f"{name}.log", "w") as log:
+                self.processes.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=log, stderr=log,
+                                                       env=environment, start_new_session=True))
+
+        start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+              "--no-dashboard", "--scheduler-file", str(self.scheduler_file))
+        deadline = time.monotonic() + 60
+        while not self.scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        start("workers", "distributed.cli.dask_worker", "--scheduler-file", str(self.scheduler_file),
+              "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
+              "--local-directory", str(folder / "workers"))
+        from distributed import Client
+
+        with Client(scheduler_file=str(self.scheduler_file), timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        self.address = json.loads(self.scheduler_file.read_text())["address"]
+
+    def log(self, name: str) -> str:
+        return (self.folder / "logs" / f"{name}.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        import signal
+
+        for process in reversed(self.processes):
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            try:
+                process.wait(timeout=20)
+            except Exception:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        time.sleep(0.5)
+

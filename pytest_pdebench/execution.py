@@ -1,0 +1,204 @@
+"""What happens where a submission runs: the build, the gated run, the timed runs.
+
+A ``RunTask`` holds only what the agent may see (the agent view of the case, the
+submission's files, the limits); an ``Execution`` holds what the runs produced (logs,
+the outputs' bytes, timings). Neither knows the reference, the thresholds or the exact
+solution: the gates (``evaluation.py``) judge an ``Execution`` where the answer lives.
+``execute`` runs in this process for a local run and on a cluster worker for
+``--pde-cluster`` (``cluster.py``); both go through this one function, so what is timed
+is the same wherever it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import gates
+from .calibration import machine_key
+from .grid import EvalGrid
+from .kernel_cache import Harvest, KernelCache, run_cache_folder
+from .libraries import detect_runtime, get_track
+from .sandbox import Limits, get_backend
+from .submissions import Submission
+
+# written beside case_spec.json in calibration runs only: the oracle's calibration settings
+CALIBRATION_SETTING_FILE = "calibration_config.json"
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One item's runs, as a run site receives them (nothing evaluator-only inside)."""
+
+    library: str
+    case_id: str
+    case_spec: dict  # the agent view (cases.agent_view)
+    output_names: tuple[str, ...]
+    submission: Submission
+    limits: Limits
+    runs: int  # timed runs after the gated one
+    sandbox: str
+    runner: str  # warm or cold (Settings.runner_for)
+    image: str | None = None  # --pde-image for this library
+    calibration_setting: dict | None = None  # calibration runs only
+
+    @property
+    def grid(self) -> EvalGrid:
+        return EvalGrid.from_spec(self.case_spec["case_spec"]["eval_grid"])
+
+    def input_files(self) -> dict[str, bytes]:
+        """What every run's working folder (and the audit folder) starts with."""
+        files = {"case_spec.json": json.dumps(self.case_spec, indent=1).encode()}
+        if self.calibration_setting is not None:
+            files[CALIBRATION_SETTING_FILE] = json.dumps(self.calibration_setting).encode()
+        return files
+
+
+@dataclass
+class Execution:
+    """What the runs of one task produced; judged by the gates."""
+
+    runtime_version: str = ""
+    runtime_image: str | None = None
+    compile_sec: float | None = None
+    compile_cached: bool | None = None
+    compile_pch: bool | None = None
+    compile_log: str | None = None
+    compile_failure: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    t_first_run: float | None = None
+    run_failure: str | None = None  # the gated run did not exit cleanly
+    cache_dropped: list[str] = field(default_factory=list)
+    solution: bytes | None = None  # solution.npz as the gated run wrote it (binary outputs packed)
+    meta: bytes | None = None
+    output_failure: str | None = None  # the gated run's files break the output contract (F-Exec)
+    timed: bool = False  # the timed runs were asked for
+    timed_runs: list[float] = field(default_factory=list)
+    timed_failure: str | None = None
+    host: str = field(default_factory=socket.gethostname)
+    machine: str = field(default_factory=machine_key)  # the kind of machine that timed it (calibration.py)
+    worker: str = ""  # a cluster's worker address
+    site_sec: float | None = None  # the whole execution where it ran (a cluster's overhead is the rest)
+
+    @property
+    def ran(self) -> bool:
+        """The gated run exited cleanly (its outputs are for the gates)."""
+        return self.compile_failure is None and self.run_failure is None and self.output_failure is None
+
+    def without_timing(self) -> "Execution":
+        """The same execution as if the timed runs had not been asked for."""
+        self.timed, self.timed_runs, self.timed_failure = False, [], None
+        return self
+
+
+class ItemRun:
+    """The runs of one submission on one case in ``workspace``, sharing a compile cache."""
+
+    def __init__(self, task: RunTask, workspace: Path):
+        self.task, self.workspace = task, workspace
+        self.track = get_track(task.library)
+        self.runtime = detect_runtime(task.library, task.sandbox, task.image)
+        self.backend = get_backend(task.sandbox)
+        store = self.track.kernel_store(self.runtime, task.submission.fingerprint) or workspace / ".kernels"
+        self.kernels = KernelCache(store, self.track.kernel_rules)
+        self.kernels.store.mkdir(parents=True, exist_ok=True)  # in the workspace, or a track's persistent one
+        self.count = 0
+        self.executable: Path | None = None
+        self.harvest: Harvest | None = None
+
+    def _write_inputs(self, directory: Path) -> None:
+        for name, content in self.task.input_files().items():
+            (directory / name).write_bytes(content)
+        if self.executable is not None:  # compiled tracks run the program, not the sources
+            shutil.copy2(self.executable, directory / self.executable.name)
+            return
+        for name, content in self.task.submission.files.items():
+            (directory / name).write_bytes(content)
+
+    def build(self):
+        """Compile once per item, in the sandbox, for tracks that have a build step."""
+        build_dir = self.workspace / ".build"
+        build_dir.mkdir()
+        submission = self.task.submission
+        for name, content in submission.files.items():
+            (build_dir / name).write_bytes(content)
+        result = self.track.build(self.runtime, submission.files, submission.solver_name, build_dir,
+                                  self.backend, self.task.limits)
+        if result is not None and result.executable is not None:
+            self.executable = result.executable
+        return result
+
+    def run(self, harvest_kernels: bool = False):
+        """One fresh run: its own working folder, and a cache folder holding only the stored
+        kernels (read-only). With ``harvest_kernels`` the kernels it compiled are kept for
+        later runs; anything else it wrote is gone with its folders. Returns (RunResult,
+        its working directory)."""
+        self.count += 1
+        workdir = self.workspace / ".work" / str(self.count)
+        workdir.mkdir(parents=True)
+        cache = run_cache_folder(self.workspace / ".cache" / str(self.count))
+        self._write_inputs(workdir)
+        request = self.track.run_request(self.runtime, self.task.submission.solver_name, workdir, cache,
+                                         self.task.limits)
+        request.kernels = self.kernels.store
+        if self.task.runner == "warm":
+            request.warm = self.track.warm_spec(self.task.submission.solver_name)
+        try:
+            self.kernels.prepare(cache, self.backend.paths(request)["kernels"])
+            result = self.backend.run(request)
+            if harvest_kernels:
+                self.harvest = self.kernels.harvest(cache)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        return result, workdir
+
+    def cleanup(self) -> None:
+        for scratch in (".work", ".build", ".cache", ".kernels"):
+            shutil.rmtree(self.workspace / scratch, ignore_errors=True)
+
+
+def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool] | None = None) -> Execution:
+    """The build, the gated run and, if its outputs are well formed and ``time_it`` agrees
+    (None: always), ``task.runs`` timed runs, in scratch folders under ``workspace``
+    (removed at the end). Raises RuntimeMissing and SandboxError (not the solver's fault)."""
+    runs = ItemRun(task, workspace)
+    done = Execution(runtime_version=runs.runtime.version, runtime_image=runs.runtime.image)
+    try:
+        build = runs.build()
+        if build is not None:
+            done.compile_sec, done.compile_cached, done.compile_pch = build.seconds, build.cached, build.used_pch
+            done.compile_log, done.compile_failure = build.log, build.failure
+            if build.failure:
+                return done
+        result, workdir = runs.run(harvest_kernels=True)
+        done.stdout, done.stderr, done.t_first_run = result.stdout, result.stderr, result.solve_sec
+        done.cache_dropped = runs.harvest.dropped[:20]
+        done.run_failure = result.failure_reason()
+        if done.run_failure:
+            return done
+        # outputs are read once, as regular files of the run folder; the audit copy is those bytes
+        try:
+            done.solution = gates.read_solution_file(workdir, list(task.output_names), task.grid,
+                                                     runs.track.binary_outputs)
+            done.meta = gates.read_meta(workdir)[1]
+        except gates.GateFailure as failure:
+            done.output_failure = failure.reason
+            return done
+        if time_it is not None and not time_it(done):
+            return done
+        done.timed = True
+        for index in range(task.runs):
+            timed, _ = runs.run()
+            failure = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
+            if failure:
+                done.timed_failure = f"timed run {index + 1} failed: {failure}"
+                break
+            done.timed_runs.append(timed.solve_sec)
+        return done
+    finally:
+        runs.cleanup()

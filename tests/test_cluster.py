@@ -1,0 +1,182 @@
+"""--pde-cluster against real Dask processes on loopback: a scheduler and two one-thread
+workers (`dask scheduler`, `dask worker`), workers killed in the middle of a run, the
+controller interrupted. The gate suite through a cluster is in test_gates.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NUMPY_PRELUDE, REPO, dask_installed, outcomes_from_report, processes_with, toy_cases
+from pytest_pdebench.cluster import LoopbackCluster
+
+
+def sleeping_solver(marker_seconds: str) -> str:
+    """An exact solver that first waits on a child whose command line is the marker (so a
+    test can find the run, and the worker running it, from outside)."""
+    return NUMPY_PRELUDE + (
+        "\nimport subprocess\n"
+        "def solve(case_spec):\n"
+        f"    subprocess.run(['sleep', '{marker_seconds}'])\n"
+        "    x, y, u = grid(case_spec)\n"
+        "    write(u, x, y)\n")
+
+
+def run_on_cluster(tmp_path: Path, cluster: LoopbackCluster, solvers: dict[str, str], *extra: str,
+                   wait: bool = True):
+    cases, submissions = toy_cases(tmp_path, "dolfinx", solvers)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", f"--pde-cases={cases}",
+            f"--pde-submissions={submissions}", f"--pde-calibrations={tmp_path / 'calibrations'}",
+            f"--pde-output={tmp_path / 'out'}", "--pde-runs=1", f"--pde-cluster={cluster.address}", "--json-report",
+            f"--json-report-file={tmp_path / 'report.json'}", "-rA", *extra]
+    if not wait:
+        return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    report = tmp_path / "report.json"
+    return done, (outcomes_from_report(report) if report.exists() else {})
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def worker_running(marker: str) -> int | None:
+    """The pid of the Dask worker process (the nanny's child) under which ``marker`` runs."""
+    for pid in processes_with(marker):
+        try:
+            while pid > 1:
+                parent = _parent(pid)
+                if b"dask_worker" in _cmdline(parent):  # the nanny: pid is its worker
+                    return pid
+                pid = parent
+        except OSError:
+            continue
+    return None
+
+
+class WorkerKiller(threading.Thread):
+    """SIGKILLs the worker running ``marker`` each time one shows up, ``times`` times."""
+
+    def __init__(self, marker: str, times: int, deadline_sec: float = 240):
+        super().__init__(daemon=True)
+        self.marker, self.times, self.deadline = marker, times, time.monotonic() + deadline_sec
+        self.killed: list[int] = []
+
+    def run(self):
+        while len(self.killed) < self.times and time.monotonic() < self.deadline:
+            pid = worker_running(self.marker)
+            if pid is not None and pid not in self.killed:
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def own_cluster(tmp_path, dolfinx_available):
+    """Two workers of a test's own (its workers get killed), each fault allowed once."""
+    dask_installed()
+    cluster = LoopbackCluster(tmp_path / "dask", env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"})
+    yield cluster
+    cluster.stop()
+
+
+def test_a_worker_killed_mid_run_costs_a_rerun_elsewhere_not_a_verdict(tmp_path, own_cluster):
+    killer = WorkerKiller("3.1415", times=1)
+    killer.start()
+    done, outcomes = run_on_cluster(tmp_path, own_cluster, {"steady": sleeping_solver("3.1415")})
+    killer.join()
+    assert len(killer.killed) == 1, "the run was never seen on a worker"
+    assert list(outcomes) == ["steady"], done.stdout[-3000:]
+    verdict = outcomes["steady"]
+    assert verdict["outcome"] == "PASS", verdict["reason"]
+    assert verdict["t_first_run"] > 3 and len(verdict["timed_runs"]) == 1  # the rerun ran whole
+    assert "1 passed" in done.stdout
+    assert not processes_with("3.1415")
+
+
+def test_a_run_that_ends_every_worker_is_f_exec_after_bounded_tries(tmp_path, own_cluster):
+    killer = WorkerKiller("2.7182", times=2)  # the first try and the one retry allowed
+    killer.start()
+    started = time.monotonic()
+    done, outcomes = run_on_cluster(tmp_path, own_cluster, {"doomed": sleeping_solver("2.7182")})
+    killer.join()
+    verdict = outcomes["doomed"]
+    assert verdict["outcome"] == "F-Exec"
+    assert "ended every Dask worker that tried it" in verdict["reason"]
+    assert time.monotonic() - started < 200
+    assert not processes_with("2.7182")
+
+
+def test_ctrl_c_on_the_controller_kills_the_runs_on_the_workers(tmp_path, dask_cluster):
+    controller = run_on_cluster(tmp_path, dask_cluster, {"long": sleeping_solver("97.531")}, wait=False)
+    deadline = time.monotonic() + 120
+    while not processes_with("97.531") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with("97.531"), "the run never started"
+    controller.send_signal(signal.SIGINT)
+    output = controller.communicate(timeout=120)[0].decode(errors="replace")
+    assert controller.returncode == 2, output[-2000:]  # interrupted
+    deadline = time.monotonic() + 15
+    while processes_with("97.531") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_with("97.531"), "a run outlived its controller's Ctrl-C"
+
+
+def test_cluster_with_xdist_is_refused(tmp_path, dask_cluster):
+    done, _ = run_on_cluster(tmp_path, dask_cluster, {"exact": sleeping_solver("0.01")}, "-n", "2")
+    assert done.returncode == 4
+    assert "--pde-cluster spreads the items over the cluster's workers: leave out -n" in done.stderr
+
+
+def test_no_scheduler_at_the_address_is_a_clear_error(tmp_path, dolfinx_available):
+    import socket
+
+    dask_installed()
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cases, submissions = toy_cases(tmp_path, "dolfinx", {"exact": sleeping_solver("0.01")})
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", f"--pde-cases={cases}",
+         f"--pde-submissions={submissions}", f"--pde-cluster=tcp://127.0.0.1:{port}"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4
+    assert f"--pde-cluster tcp://127.0.0.1:{port}: no Dask scheduler answers there" in done.stderr
+
+
+def test_the_oracle_measures_the_same_on_the_cluster_as_here(tmp_path, dask_cluster):
+    """The DOLFINx oracle on one case per family, calibrating (so no timing decides a
+    verdict): the same outcomes, errors and meshes through the cluster as with xdist here,
+    and the baselines filed under the machine of the workers that timed them."""
+    from conftest import DOLFINX_CASES, ORACLE, run_track
+    from pytest_pdebench.calibration import machine_key
+
+    selection = ("-k", " or ".join(DOLFINX_CASES), "--pde-calibrate")
+    outcomes = {}
+    for site, extra in (("here", ("-n", "2")), ("cluster", (f"--pde-cluster={dask_cluster.address}",))):
+        folder = tmp_path / site
+        folder.mkdir()
+        done, outcomes[site] = run_track(folder, "dolfinx", REPO / "cases", ORACLE, *selection, *extra,
+                                         f"--pde-calibrations={folder / 'calibrations'}")
+        assert sorted(outcomes[site]) == sorted(DOLFINX_CASES), done.stdout[-3000:]
+    for case_id in DOLFINX_CASES:
+        here, there = outcomes["here"][case_id], outcomes["cluster"][case_id]
+        assert (here["outcome"], there["outcome"]) == ("PASS", "PASS"), (case_id, here["reason"], there["reason"])
+        assert there["error"] == pytest.approx(here["error"], rel=1e-9), case_id
+        assert there["solver_info"].get("num_dofs") == here["solver_info"].get("num_dofs"), case_id
+        assert there["machine"] == machine_key() and len(there["timed_runs"]) == 1
+    stored = json.loads((tmp_path / "cluster" / "calibrations" / "dolfinx" / f"{machine_key()}.json").read_text())
+    assert sorted(stored["cases"]) == sorted(DOLFINX_CASES)
+    assert stored["conditions"]["workers"] == 2 and stored["conditions"]["runner"] == "warm"
