@@ -139,6 +139,7 @@ class Verdict:
     runtime_version: str = ""
     runtime_image: str | None = None  # the container backend: the image id the runs used
     machine: str = ""  # the kind of machine the runs were timed on (a cluster worker's, or this one's)
+    worker: str = ""  # --pde-cluster: the Dask worker that ran it
     sandbox: str = ""
     runner: str = ""  # warm (forked from a zygote) or cold (a fresh interpreter per run)
     artifacts: str = ""
@@ -289,8 +290,8 @@ class _Judge:
 
     def all_gates(self, done: Execution, item_dir: Path) -> None:
         verdict = self.verdict
-        verdict.runtime_version, verdict.runtime_image, verdict.machine = (
-            done.runtime_version, done.runtime_image, done.machine)
+        verdict.runtime_version, verdict.runtime_image, verdict.machine, verdict.worker = (
+            done.runtime_version, done.runtime_image, done.machine, done.worker)
         verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = (
             done.compile_sec, done.compile_cached, done.compile_pch)
         if done.compile_log is not None:

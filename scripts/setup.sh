@@ -90,10 +90,23 @@ install_browser() {
         || say "apt-get could not install chromium: the report page's browser test will skip"
 }
 
+install_slurm() {
+    # optional: the test that runs a sample through Slurm (dask-jobqueue) skips, saying why, without it
+    [ "${PDEBENCH_SKIP_SLURM:-0}" = 1 ] && return 0
+    command -v slurmctld >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || { say "no apt-get: the Slurm test will skip"; return 0; }
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    say "installing Slurm and munge from apt (a one-node cluster for the Slurm test; about 30 s)"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq slurm-wlm munge >/dev/null \
+        || say "apt-get could not install slurm-wlm munge: the Slurm test will skip"
+}
+
 install_bubblewrap
 install_dealii
 install_container_engine
 install_browser
+install_slurm
 
 if ! is_python312 "$VENV/bin/python"; then
     PY312=$(find_python312) || die "Python 3.12 not found (DOLFINx 0.11 wheels need it). Install it (e.g. \

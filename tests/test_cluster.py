@@ -180,3 +180,49 @@ def test_the_oracle_measures_the_same_on_the_cluster_as_here(tmp_path, dask_clus
     stored = json.loads((tmp_path / "cluster" / "calibrations" / "dolfinx" / f"{machine_key()}.json").read_text())
     assert sorted(stored["cases"]) == sorted(DOLFINX_CASES)
     assert stored["conditions"]["workers"] == 2 and stored["conditions"]["runner"] == "warm"
+
+
+@pytest.fixture
+def slurm_node(tmp_path, dolfinx_available):
+    """A one-node Slurm cluster (slurm_node.py); skips, saying why, where it cannot start."""
+    from slurm_node import SlurmNode
+
+    dask_installed()
+    problem = SlurmNode.problem()
+    if problem:
+        pytest.skip(f"Slurm test not run: {problem}")
+    node = SlurmNode()
+    try:
+        node.start()
+    except RuntimeError as exc:
+        node.stop()
+        pytest.skip(f"Slurm test not run: the one-node cluster did not start: {exc}")
+    yield node
+    node.stop()
+
+
+def test_a_dolfinx_sample_runs_on_dask_workers_that_are_slurm_jobs(tmp_path, slurm_node, monkeypatch):
+    """dask-jobqueue submits two one-core workers as Slurm jobs; the oracle's runs of three
+    cases happen in those jobs and pass."""
+    from conftest import DOLFINX_CASES, ORACLE, run_track
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+
+    for key, value in slurm_node.env.items():  # sbatch, squeue and scancel find this cluster
+        monkeypatch.setenv(key, value)
+    cases = DOLFINX_CASES[:3]
+    with SLURMCluster(cores=1, processes=1, memory="4GB", queue="pdebench", walltime="00:30:00",
+                      python=sys.executable, scheduler_options={"host": "127.0.0.1"},
+                      worker_extra_args=["--host", "127.0.0.1"], local_directory=str(tmp_path / "workers"),
+                      log_directory=str(tmp_path / "jobs")) as cluster, Client(cluster) as client:
+        cluster.scale(jobs=2)
+        client.wait_for_workers(2, timeout=180)
+        jobs = client.run(lambda: os.environ.get("SLURM_JOB_ID"))
+        assert all(jobs.values()) and len(set(jobs.values())) == 2, jobs
+        done, outcomes = run_track(tmp_path, "dolfinx", REPO / "cases", ORACLE, "--pde-calibrate",
+                                   f"--pde-cluster={cluster.scheduler_address}", "-k", " or ".join(cases),
+                                   f"--pde-calibrations={tmp_path / 'calibrations'}")
+    assert sorted(outcomes) == sorted(cases), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
+        assert verdict["worker"] in jobs, (case_id, verdict["worker"], jobs)  # ran in a Slurm job
