@@ -17,7 +17,10 @@ What is timed (the same for submissions and for the calibration baseline):
   working and cache folders, and only files the track recognises as kernels pass from
   the first run into the read-only kernel store (``kernel_cache.py``).
 * Outputs are read once, as regular files of the run's own folder (``run_files.py``).
-* Timed runs happen only for submissions that passed the accuracy gate.
+* Timed runs happen only for submissions that passed the accuracy gate (or nearly: a
+  near miss of the sensitivity grid). A cluster worker cannot know (the reference stays
+  here), so it times every well-formed run and the timings a local run would not have
+  made are dropped before judging.
 * Calibration runs (``--pde-calibrate``) also get ``calibration_config.json``: the
   record's calibration settings for the library, which the oracle then uses instead of
   its own strong ones. No evaluation run ever sees that file.
