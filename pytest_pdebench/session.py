@@ -128,6 +128,7 @@ class PdeRun:
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
     cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
+    _stores: dict = field(default_factory=dict)  # machine -> CalibrationStore (store_for)
     _speed_probe: float | None = None
 
     @classmethod
@@ -214,7 +215,13 @@ class PdeRun:
         return thresholds, self.cluster.executor(machine, workers)
 
     def store_for(self, machine: str) -> CalibrationStore:
-        return CalibrationStore(self.store.directory, machine=machine, runtime_tag=self.settings.runtime_tag)
+        """The calibrations of another kind of machine (a cluster's workers), read once."""
+        if machine == self.store.machine:
+            return self.store
+        if machine not in self._stores:
+            self._stores[machine] = CalibrationStore(self.store.directory, machine=machine,
+                                                     runtime_tag=self.settings.runtime_tag)
+        return self._stores[machine]
 
     def _thresholds(self, record: CaseRecord, library: str, store: CalibrationStore):
         thresholds = None
@@ -240,7 +247,7 @@ class PdeRun:
         written = {}
         # each baseline goes to the machine that timed it (a cluster's worker, or this one)
         for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in self.verdicts}):
-            store = self.store if machine == self.store.machine else self.store_for(machine)
+            store = self.store_for(machine)
             entries = {
                 v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
                                "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
