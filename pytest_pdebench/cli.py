@@ -111,6 +111,22 @@ def _report(args) -> int:
     return 0
 
 
+def _merge(args) -> int:
+    from .shards import ShardError, merge_reports
+
+    try:
+        merged = merge_reports([Path(path) for path in args.shards])
+    except ShardError as exc:
+        print(f"pdebench merge: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(merged, indent=1))
+    counts = ", ".join(f"{merged['summary'][k]} {k}" for k in sorted(merged["summary"]) if k not in ("total", "collected"))
+    print(f"merged {len(args.shards)} shards, {merged['summary']['total']} items ({counts}) into {out}")
+    return 0
+
+
 def _table(args) -> int:
     from .report import stage_rates, tables_by_library
 
@@ -556,6 +572,11 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("report")
     table.add_argument("--format", default="github", help="tabulate format (github, latex, simple, ...)")
     table.set_defaults(func=_table)
+
+    merge = commands.add_parser("merge", help="join the JSON reports of the N shards of a run (--pde-shard) into one")
+    merge.add_argument("shards", nargs="+", metavar="SHARD_REPORT", help="the N shards' --json-report files")
+    merge.add_argument("--out", required=True, help="the merged report (then `pdebench report` reads it as one run)")
+    merge.set_defaults(func=_merge)
 
     report = commands.add_parser("report", help="the paper's tables and figures from stored runs (never re-runs)")
     report.add_argument("runs", nargs="+", metavar="[NAME=]RUN",

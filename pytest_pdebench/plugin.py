@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from . import items
+from .items import PDE_RUN  # for the hook whose argument is named items
 from .cases import CONSTRUCTION_METHODS, FAMILIES, LIBRARIES, MATH_TYPES
 from .domains import DOMAIN_TYPES
 
@@ -42,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
     group.addoption("--pde-cluster", metavar="ADDRESS", help="run the submissions on the workers of a Dask cluster "
                     "(tcp://HOST:PORT or a scheduler file) instead of here; replaces -n")
+    group.addoption("--pde-shard", metavar="K/N", help="run shard K of N of the selected items (a Slurm array or "
+                    "CI matrix; `pdebench merge` joins the N reports)")
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")
     group.addoption("--pde-report", metavar="DIR", help="write the tables and figures of this run into DIR at the end "
                     "(as `pdebench report` does from a stored run)")
@@ -200,6 +203,16 @@ class _Recorder:
             terminalreporter.write_line(report_of_session(self.run.verdicts, self.run.session_metadata(),
                                                           Path(config.getoption("pde_report"))))
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected
+def pytest_collection_modifyitems(session, config, items):
+    run = config.stash.get(PDE_RUN, None)
+    if run is not None and run.shard is not None:
+        mine, others = run.keep_shard(items)
+        if others:
+            config.hook.pytest_deselected(items=others)
+        items[:] = mine
 
 
 def pytest_collection_finish(session):

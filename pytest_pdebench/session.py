@@ -25,6 +25,7 @@ from .submissions import DirectorySource
 if TYPE_CHECKING:
     from .attempts import Source
     from .cluster import Cluster
+    from .shards import Shard
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
@@ -63,6 +64,15 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
                                     f"{', '.join(LIBRARIES)} (e.g. dolfinx=dolfinx/dolfinx:v0.11.0)")
         chosen[track] = image.strip()
     return tuple(sorted(chosen.items()))
+
+
+def _shard(value: str | None):
+    from .shards import Shard, ShardError
+
+    try:
+        return Shard.parse(value) if value else None
+    except ShardError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _cluster(config: pytest.Config, libraries: tuple[str, ...], settings: Settings):
@@ -129,6 +139,8 @@ class PdeRun:
     verdicts: list[dict] = field(default_factory=list)
     cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
     _stores: dict = field(default_factory=dict)  # machine -> CalibrationStore (store_for)
+    shard: "Shard | None" = None  # --pde-shard: this run's part of the selection
+    shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
     _speed_probe: float | None = None
 
     @classmethod
@@ -179,7 +191,7 @@ class PdeRun:
             settings = dataclasses.replace(settings, remote_runtimes=cluster.runtimes(libraries))
         return cls(config, cases_path.resolve(), libraries, source, settings,
                    CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate,
-                   static_only=opt.pde_validate_static, cluster=cluster)
+                   static_only=opt.pde_validate_static, cluster=cluster, shard=_shard(opt.pde_shard))
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
         from .attempts import run_attempts
@@ -262,6 +274,19 @@ class PdeRun:
                     library, entries, self.conditions(library))
         return written
 
+    def keep_shard(self, items: list) -> tuple[list, list]:
+        """--pde-shard: (this shard's items, the others) of the selected items."""
+        from .shards import assign, expected_cost, selection_digest
+
+        cases = [item for item in items if hasattr(item, "record")]
+        shard_of = assign([(item.nodeid, item.record.family,
+                            expected_cost(item.record, item.library, self.settings.runs)) for item in cases],
+                          self.shard.count)
+        mine = [item for item in items if shard_of.get(item.nodeid, 1) == self.shard.index]
+        self.shard_info = {"index": self.shard.index, "count": self.shard.count, "selected": len(items),
+                           "selection": selection_digest(item.nodeid for item in items)}
+        return mine, [item for item in items if shard_of.get(item.nodeid, 1) != self.shard.index]
+
     def prefetch(self, items) -> int:
         """--pde-cluster: send the runs of items whose submission needs no generation (a
         folder of solvers) to the workers now, in item order; returns how many were sent."""
@@ -336,6 +361,7 @@ class PdeRun:
 
     def session_metadata(self) -> dict:
         return {"machine": machine_key(), **({"cluster": self.cluster.metadata()} if self.cluster else {}),
+                **({"shard": self.shard_info} if self.shard_info else {}),
                 "source": self.source.label, "libraries": list(self.libraries),
                 "cases": str(self.cases_path), "calibrations": str(self.store.directory),
                 "output": str(self.settings.output_dir), "runs": self.settings.runs,
