@@ -63,8 +63,8 @@ def main() -> None:
 def measure(args, address: str) -> None:
     cluster = Cluster(address, ["dolfinx"], "bubblewrap", {})
     try:
-        (machine, where), = cluster.machines().items()
-        run = cluster.executor(machine, where)
+        machine, = cluster.machines()
+        run = cluster.executor(machine)
         warmup = tasks(len(cluster.workers) * 2)
         for task in warmup:  # each worker's zygote imports the track once: not what is measured
             run.send(task)

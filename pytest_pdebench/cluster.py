@@ -9,7 +9,8 @@ submitted ahead, in item order, so the workers stay busy while the controller ju
 
 A worker times one run at a time on a core of its own: workers must have one thread
 (``dask worker --nthreads 1``), and each pins itself to a core no other worker of its
-host holds (``CorePin``) when there are cores enough.
+host holds when there are cores enough (``RunSite``), and declares its kind of machine as
+a Dask resource: an item's runs go only to workers of the class its baselines belong to.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .execution import Execution, RunTask, execute
 
@@ -52,18 +52,30 @@ class WorkerFacts:
 
 # ---- on the workers ----
 
-class CorePin(WorkerPlugin):
-    """Worker plugin: pin the worker process to a core no other worker of the host holds
-    (a lock file per core, held for the worker's life), when the host has a core per worker."""
+def machine_resource(machine: str) -> str:
+    """The Dask resource a worker of this kind of machine holds (one unit: one run at a time)."""
+    return f"pdebench-machine-{machine}"
 
-    name = "pdebench-core-pin"
 
-    def setup(self, worker):
+class RunSite(WorkerPlugin):
+    """Worker plugin (also run on workers that join later, restarted ones included): pin
+    the worker to a core no other worker of its host holds (a lock file per core, held for
+    the worker's life) when the host has a core per worker, and declare the worker's kind
+    of machine as a resource, so that an item's runs go only where its baselines belong."""
+
+    name = "pdebench-run-site"
+
+    async def setup(self, worker):
+        from .calibration import machine_key
+
+        self.core, self._lock = self._pin(), getattr(self, "_lock", None)
+        await worker.set_resources(**{machine_resource(machine_key()): 1})
+
+    def _pin(self) -> int | None:
         import fcntl
 
-        self.core, self._lock = None, None
         if not hasattr(os, "sched_setaffinity"):
-            return
+            return None
         CORE_LOCKS.mkdir(exist_ok=True)
         for core in sorted(os.sched_getaffinity(0)):
             handle = open(CORE_LOCKS / f"core-{core}.lock", "w")
@@ -73,11 +85,12 @@ class CorePin(WorkerPlugin):
                 handle.close()
                 continue
             os.sched_setaffinity(0, {core})
-            self.core, self._lock = core, handle
-            return
+            self._lock = handle
+            return core
+        return None
 
     def teardown(self, worker):
-        if self._lock is not None:
+        if getattr(self, "_lock", None) is not None:
             self._lock.close()
 
 
@@ -93,7 +106,7 @@ def worker_facts(libraries: list[str], sandbox: str, images: dict, dask_worker=N
             runtimes[library] = {"version": runtime.version, "image": runtime.image}
         except RuntimeMissing as exc:
             runtimes[library] = {"missing": str(exc)}
-    pin = dask_worker.plugins.get(CorePin.name)
+    pin = dask_worker.plugins.get(RunSite.name)
     return {"address": dask_worker.address, "host": os.uname().nodename, "machine": machine_key(),
             "threads": dask_worker.state.nthreads, "runtimes": runtimes, "core": getattr(pin, "core", None)}
 
@@ -129,20 +142,19 @@ def abort_runs(owner: str) -> int:
 # ---- on the controller ----
 
 class _Executor:
-    """``evaluation.Executor`` for a cluster: an item's runs on a worker of ``machine``
-    (the class its thresholds were measured on; ``workers``: its hosts, None: anywhere).
-    The worker times every well-formed run; the gates drop what a local run would not have
-    timed."""
+    """``evaluation.Executor`` for a cluster: an item's runs on a worker of ``machine`` (the
+    class its thresholds were measured on). The worker times every well-formed run; the
+    gates drop what a local run would not have timed."""
 
-    def __init__(self, cluster: "Cluster", machine: str, workers: list[str] | None):
-        self.cluster, self.machine, self.workers = cluster, machine, workers
+    def __init__(self, cluster: "Cluster", machine: str):
+        self.cluster, self.machine = cluster, machine
 
     def send(self, task: RunTask) -> None:
-        self.cluster.submit(task, self.workers)
+        self.cluster.submit(task, self.machine)
 
     def __call__(self, task: RunTask, workspace: Path, time_it) -> Execution:
-        done = self.cluster.take(task, self.workers)
-        if done.worker and done.machine != self.machine:  # a worker that joined later, of another class
+        done = self.cluster.take(task, self.machine)
+        if done.worker and done.machine != self.machine:  # a worker whose resource lies
             raise ClusterError(f"{task.case_id}[{task.library}] was timed on a {done.machine} worker "
                                f"({done.worker}), but its thresholds are for {self.machine}")
         return done
@@ -171,7 +183,7 @@ class Cluster:
         self.pending: dict[tuple, tuple[RunTask, object]] = {}
         self.owner = f"{os.uname().nodename}-{os.getpid()}-{os.urandom(4).hex()}"  # names this session's runs
         try:
-            self.client.register_plugin(CorePin())
+            self.client.register_plugin(RunSite())
             replies = self.client.run(worker_facts, libraries, sandbox, images)
         except Exception:
             self.client.close()
@@ -186,17 +198,12 @@ class Cluster:
             raise ClusterError(f"--pde-cluster {address}: workers {', '.join(crowded)} run more than one task at "
                                "a time, so timed runs would share cores; start them with `dask worker --nthreads 1`")
 
-    def machines(self) -> dict[str, list[str] | None]:
-        """Machine key -> where its runs may go, the best-staffed class first: the hosts of its
-        workers (a worker restarted after a crash has a new address, never a new host), or
-        None (anywhere) when all workers are of one class."""
-        classes: dict[str, set[str]] = {}
+    def machines(self) -> dict[str, int]:
+        """Machine key -> how many workers of that kind, the best-staffed class first."""
+        counts: dict[str, int] = {}
         for worker in self.workers:
-            classes.setdefault(worker.machine, set()).add(urlsplit(worker.address).hostname)
-        ordered = sorted(classes.items(), key=lambda item: -sum(w.machine == item[0] for w in self.workers))
-        if len(ordered) == 1:
-            return {ordered[0][0]: None}
-        return {machine: sorted(hosts) for machine, hosts in ordered}
+            counts[worker.machine] = counts.get(worker.machine, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
     @property
     def size(self) -> int:
@@ -229,30 +236,31 @@ class Cluster:
                             for w in self.workers]}
 
     @staticmethod
-    def _key(task: RunTask) -> tuple:
-        return task.library, task.case_id, task.submission.fingerprint
+    def _key(task: RunTask, machine: str) -> tuple:
+        return task.library, task.case_id, task.submission.fingerprint, machine
 
-    def submit(self, task: RunTask, workers: list[str] | None) -> None:
+    def submit(self, task: RunTask, machine: str) -> None:
         """Send a task ahead of its item (the item collects it when its turn comes)."""
-        future = self.client.submit(run_on_worker, task, self.owner, workers=workers, pure=False,
+        future = self.client.submit(run_on_worker, task, self.owner, resources={machine_resource(machine): 1}, pure=False,
                                     key=f"pdebench-{task.library}-{task.case_id}-{os.urandom(4).hex()}")
         with self._lock:
-            self.pending[self._key(task)] = (task, future)
+            self.pending[self._key(task, machine)] = (task, future)
 
-    def executor(self, machine: str, workers: list[str] | None) -> "_Executor":
-        """The ``evaluation.Executor`` of items whose runs go to ``workers``."""
-        return _Executor(self, machine, workers)
+    def executor(self, machine: str) -> "_Executor":
+        """The ``evaluation.Executor`` of items whose runs go to workers of ``machine``."""
+        return _Executor(self, machine)
 
-    def take(self, task: RunTask, workers: list[str] | None) -> Execution:
-        """The result of ``task``: of the one sent ahead, or sent now."""
+    def take(self, task: RunTask, machine: str) -> Execution:
+        """The result of ``task`` on ``machine``: of the one sent ahead, or sent now."""
+        key = self._key(task, machine)
         with self._lock:
-            sent, future = self.pending.pop(self._key(task), (None, None))
+            sent, future = self.pending.pop(key, (None, None))
         if future is None or sent != task:
             if future is not None:
                 future.cancel()
-            self.submit(task, workers)
+            self.submit(task, machine)
             with self._lock:
-                _, future = self.pending.pop(self._key(task))
+                _, future = self.pending.pop(key)
         return self._result(future)
 
     def _result(self, future) -> Execution:
@@ -280,31 +288,38 @@ class Cluster:
 class LoopbackCluster:
     """A Dask scheduler and ``workers`` one-thread workers (under one nanny process each)
     on loopback, started as `dask scheduler` / `dask worker` are on a cluster (tests and
-    ``benchmarks/``); ``stop()`` ends them by process group."""
+    ``benchmarks/``); ``stop()`` ends them by process group. ``machines``: one worker per
+    name, each claiming to be that kind of machine (``PDEBENCH_MACHINE``), for tests of
+    clusters with several machine classes."""
 
-    def __init__(self, folder: Path, workers: int = 2, env: dict | None = None):
+    def __init__(self, folder: Path, workers: int = 2, env: dict | None = None, machines: list[str] | None = None):
         import subprocess
         import sys
 
         self.folder, self.scheduler_file = folder, folder / "scheduler.json"
         self.processes = []
-        environment = {**os.environ, **(env or {})}
         logs = folder / "logs"
         logs.mkdir(parents=True, exist_ok=True)
 
-        def start(name: str, *argv: str):
+        def start(name: str, *argv: str, extra_env: dict | None = None):
             with open(logs / f"{name}.log", "w") as log:
                 self.processes.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=log, stderr=log,
-                                                       env=environment, start_new_session=True))
+                                                       env={**os.environ, **(env or {}), **(extra_env or {})},
+                                                       start_new_session=True))
 
         start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
               "--no-dashboard", "--scheduler-file", str(self.scheduler_file))
         deadline = time.monotonic() + 60
         while not self.scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        start("workers", "distributed.cli.dask_worker", "--scheduler-file", str(self.scheduler_file),
-              "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
-              "--local-directory", str(folder / "workers"))
+        worker = ("distributed.cli.dask_worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
+                  "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(folder / "workers"))
+        if machines:
+            workers = len(machines)
+            for machine in machines:
+                start(f"worker-{machine}", *worker, "--nworkers", "1", extra_env={"PDEBENCH_MACHINE": machine})
+        else:
+            start("workers", *worker, "--nworkers", str(workers))
         from distributed import Client
 
         with Client(scheduler_file=str(self.scheduler_file), timeout=60) as client:

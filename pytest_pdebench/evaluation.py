@@ -179,8 +179,10 @@ def calibration_setting(record: CaseRecord, library: str) -> dict | None:
     return setting.model_dump(exclude_none=True) if setting else None
 
 
-def item_directory(settings: Settings, library: str, case_id: str) -> Path:
-    return settings.output_dir / library / case_id
+def item_directory(settings: Settings, library: str, case_id: str, machine: str | None = None) -> Path:
+    """The item's audit folder; ``machine``: one of several a cluster calibrates at once."""
+    folder = settings.output_dir / library
+    return (folder / machine if machine else folder) / case_id
 
 
 def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:

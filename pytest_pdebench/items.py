@@ -28,12 +28,15 @@ class CaseFile(pytest.File):
             yield from self._validation_items(seen)
             return
         try:
+            classes = run.calibration_classes()  # a cluster of several machine classes: one item each
             for line, record in iter_case_file(self.path):
                 claim_id(seen, record, self.path, line)
                 for library in run.libraries:
                     if library in record.supported_libraries:
-                        yield CaseItem.from_parent(self, name=f"{record.id}[{library}]", record=record,
-                                                   library=library, line=line)
+                        for machine in classes:
+                            where = f"{library}@{machine}" if machine else library
+                            yield CaseItem.from_parent(self, name=f"{record.id}[{where}]", record=record,
+                                                       library=library, line=line, machine=machine)
         except CaseFileError as exc:
             raise self.CollectError(str(exc)) from None
 
@@ -102,9 +105,9 @@ class ValidateItem(pytest.Item):
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, record: CaseRecord, library: str, line: int, **kwargs):
+    def __init__(self, *, record: CaseRecord, library: str, line: int, machine: str | None = None, **kwargs):
         super().__init__(**kwargs)
-        self.record, self.library, self.line = record, library, line
+        self.record, self.library, self.line, self.machine = record, library, line, machine
         for marker in (record.family, *record.pde_classification.math_type, library, record.domain_type,
                        record.evaluation_metadata.construction_method):
             self.add_marker(marker)
@@ -132,7 +135,7 @@ class CaseItem(pytest.Item):
 
         run = self.config.stash[PDE_RUN]
         try:
-            verdict = run.evaluate(self.record, self.library, self.path.parent)
+            verdict = run.evaluate(self.record, self.library, self.path.parent, self.machine)
         except NotRun as exc:  # budget spent or not in the replay cache: not a failure
             pytest.skip(f"not run: {exc}")
         self.user_properties.append(("pde", verdict.to_dict()))

@@ -193,38 +193,48 @@ class PdeRun:
                    CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate,
                    static_only=opt.pde_validate_static, cluster=cluster, shard=_shard(opt.pde_shard))
 
-    def evaluate(self, record: CaseRecord, library: str, case_dir: Path) -> Verdict:
+    def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
+        """The item's verdict; ``machine``: the class of a cluster's workers it calibrates."""
         from .attempts import run_attempts
         from .evaluation import item_directory
 
         # before any model call: no money spent on a non-starter
-        thresholds, executor = self._thresholds_and_executor(record, library)
+        thresholds, executor = self._thresholds_and_executor(record, library, machine)
 
         def gates(submission, attempt_dir):
             return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
                             item_dir=attempt_dir, executor=executor)
 
-        return run_attempts(self.source, record, library, item_directory(self.settings, library, record.id), gates)
+        return run_attempts(self.source, record, library, item_directory(self.settings, library, record.id, machine),
+                            gates)
 
-    def _thresholds_and_executor(self, record: CaseRecord, library: str):
+    def calibration_classes(self) -> list[str | None]:
+        """The machine classes each record is calibrated on: every class of a cluster's
+        workers when there are several (one item per class), else [None] (one item)."""
+        if self.cluster is None or not self.settings.calibrate or len(self.cluster.machines()) < 2:
+            return [None]
+        return list(self.cluster.machines())
+
+    def _thresholds_and_executor(self, record: CaseRecord, library: str, machine: str | None = None):
         """The item's thresholds and where its runs go: here, or (``--pde-cluster``) the workers
-        of the first machine class that has a calibration for it, its own before a borrowed one."""
+        of the first machine class that has a calibration for it, its own before a borrowed one
+        (calibrating: the workers of ``machine``, or of the only class)."""
         if self.cluster is None:
             return self._thresholds(record, library, self.store), None
         classes = self.cluster.machines()
-        if self.settings.calibrate:  # one class is calibrated per run (the best-staffed)
-            return None, self.cluster.executor(*next(iter(classes.items())))
-        found = [(self.store_for(machine).thresholds(record, library, self.settings.alphas), machine, workers)
-                 for machine, workers in classes.items()]
+        if self.settings.calibrate:
+            return None, self.cluster.executor(machine or next(iter(classes)))
+        found = [(self.store_for(machine).thresholds(record, library, self.settings.alphas), machine)
+                 for machine in classes]
         found = sorted((entry for entry in found if entry[0] is not None), key=lambda entry: entry[0].foreign_machine)
         if not found:
             pytest.fail(f"no calibration for case {record.id!r} on {library} for the machines of the cluster's "
                         f"workers ({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
                         f"`pdebench calibrate --library {library} -- --pde-cluster={self.cluster.address}` first",
                         pytrace=False)
-        thresholds, machine, workers = found[0]
+        thresholds, machine = found[0]
         self._warn_if_foreign(record, library, thresholds, self.store_for(machine))
-        return thresholds, self.cluster.executor(machine, workers)
+        return thresholds, self.cluster.executor(machine)
 
     def store_for(self, machine: str) -> CalibrationStore:
         """The calibrations of another kind of machine (a cluster's workers), read once."""
@@ -296,7 +306,7 @@ class PdeRun:
             return 0
         sent = 0
         for item in items:
-            record, library = getattr(item, "record", None), getattr(item, "library", None)
+            record, library, machine = (getattr(item, name, None) for name in ("record", "library", "machine"))
             if record is None:
                 continue
             draft = self.source.draft(record, library, None, 1, None)
@@ -305,12 +315,12 @@ class PdeRun:
             try:
                 with warnings.catch_warnings():  # the item warns itself
                     warnings.simplefilter("ignore")
-                    thresholds, executor = self._thresholds_and_executor(record, library)
+                    thresholds, executor = self._thresholds_and_executor(record, library, machine)
                 self.settings.runtime(library)
             except (pytest.fail.Exception, RuntimeMissing):
                 continue  # the item says why itself
             if will_run(record, library, draft.submission, thresholds, self.settings,
-                        item_directory(self.settings, library, record.id)):
+                        item_directory(self.settings, library, record.id, machine)):
                 executor.send(run_task(record, library, draft.submission, self.settings))
                 sent += 1
         return sent

@@ -226,3 +226,43 @@ def test_a_dolfinx_sample_runs_on_dask_workers_that_are_slurm_jobs(tmp_path, slu
     for case_id, verdict in outcomes.items():
         assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
         assert verdict["worker"] in jobs, (case_id, verdict["worker"], jobs)  # ran in a Slurm job
+
+
+@pytest.fixture
+def two_machine_classes(tmp_path, dolfinx_available):
+    """One worker claiming each of two kinds of machine (PDEBENCH_MACHINE)."""
+    dask_installed()
+    cluster = LoopbackCluster(tmp_path / "dask", machines=["class-a", "class-b"])
+    yield cluster
+    cluster.stop()
+
+
+EXACT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n"
+
+
+def test_each_machine_class_is_calibrated_on_its_own_workers_and_judged_by_its_own_baselines(
+        tmp_path, two_machine_classes):
+    from conftest import run_track
+
+    cases, submissions = toy_cases(tmp_path, "dolfinx", {"first": EXACT, "second": EXACT})
+    calibrations = tmp_path / "fresh-calibrations"
+    cluster = f"--pde-cluster={two_machine_classes.address}"
+    # calibrating: one item per class, each run on that class's worker, each class its own file
+    done, outcomes = run_track(tmp_path, "dolfinx", cases, submissions, cluster, "--pde-calibrate",
+                               f"--pde-calibrations={calibrations}", "-rA")
+    assert "first[dolfinx@class-a]" in done.stdout and "second[dolfinx@class-b]" in done.stdout, done.stdout[-2000:]
+    stored = {machine: json.loads((calibrations / "dolfinx" / f"{machine}.json").read_text())
+              for machine in ("class-a", "class-b")}
+    assert all(sorted(entry["cases"]) == ["first", "second"] for entry in stored.values()), stored
+    assert (tmp_path / "out" / "dolfinx" / "class-b" / "second" / "verdict.json").is_file()
+    # evaluating with class-a's baselines gone: every item runs on class-b's worker
+    (calibrations / "dolfinx" / "class-a.json").unlink()
+    done, outcomes = run_track(tmp_path, "dolfinx", cases, submissions, cluster, f"--pde-calibrations={calibrations}")
+    assert {case_id: (v["outcome"], v["machine"]) for case_id, v in outcomes.items()} == {
+        "first": ("PASS", "class-b"), "second": ("PASS", "class-b")}, done.stdout[-2000:]
+    # with no class calibrated: a clear failure before anything runs
+    (calibrations / "dolfinx" / "class-b.json").unlink()
+    done, outcomes = run_track(tmp_path, "dolfinx", cases, submissions, cluster, f"--pde-calibrations={calibrations}",
+                               "-k", "first")
+    assert "no calibration for case 'first' on dolfinx for the machines of the cluster's workers" in done.stdout
+    assert "class-a" in done.stdout and "class-b" in done.stdout and not outcomes
