@@ -33,6 +33,7 @@ except ImportError:  # the cluster extra is not installed: connect() says so
 
 INSTALL_HINT = "--pde-cluster needs Dask: pip install 'pytest-pdebench[cluster]' (dask, distributed, dask-jobqueue)"
 CONNECT_TIMEOUT_SEC = 20
+AHEAD_PER_WORKER = 4  # runs sent ahead per worker: enough to keep it busy, few results waiting
 CORE_LOCKS = Path(tempfile.gettempdir()) / "pdebench-cores"
 
 
@@ -182,6 +183,7 @@ class Cluster:
         self._lock = threading.Lock()
         self.pending: dict[tuple, tuple[RunTask, object]] = {}
         self.owner = f"{os.uname().nodename}-{os.getpid()}-{os.urandom(4).hex()}"  # names this session's runs
+        self.ahead = 0  # runs sent ahead at most: set from the workers below
         try:
             self.client.register_plugin(RunSite())
             replies = self.client.run(worker_facts, libraries, sandbox, images)
@@ -192,6 +194,7 @@ class Cluster:
         if not self.workers:
             self.close()
             raise ClusterError(f"--pde-cluster {address}: the scheduler has no workers")
+        self.ahead = AHEAD_PER_WORKER * len(self.workers)
         crowded = [w.address for w in self.workers if w.threads != 1]
         if crowded:
             self.close()
@@ -245,6 +248,18 @@ class Cluster:
                                     key=f"pdebench-{task.library}-{task.case_id}-{os.urandom(4).hex()}")
         with self._lock:
             self.pending[self._key(task, machine)] = (task, future)
+
+    def discard(self, library: str, case_id: str) -> None:
+        """Cancel what was sent ahead for an item that is done without taking it."""
+        with self._lock:
+            keys = [key for key in self.pending if key[:2] == (library, case_id)]
+            futures = [self.pending.pop(key)[1] for key in keys]
+        for future in futures:
+            future.cancel()
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self.pending)
 
     def executor(self, machine: str) -> "_Executor":
         """The ``evaluation.Executor`` of items whose runs go to workers of ``machine``."""

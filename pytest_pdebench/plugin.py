@@ -218,9 +218,10 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     run = session.config.stash.get(items.PDE_RUN, None)
     if run is not None and run.cluster is not None:
-        sent = run.prefetch(session.items)
+        run.prefetch(session.items)
         session.config.get_terminal_writer().line(
-            f"pdebench: {sent} items sent ahead to {len(run.cluster.workers)} workers at {run.cluster.address}")
+            f"pdebench: runs on {len(run.cluster.workers)} workers at {run.cluster.address} "
+            f"({', '.join(f'{n} {m}' for m, n in run.cluster.machines().items())}), up to {run.cluster.ahead} sent ahead")
 
 
 def pytest_unconfigure(config):

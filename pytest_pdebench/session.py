@@ -139,6 +139,10 @@ class PdeRun:
     verdicts: list[dict] = field(default_factory=list)
     cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
     _stores: dict = field(default_factory=dict)  # machine -> CalibrationStore (store_for)
+    # --pde-cluster: (record, library, machine) of the items sent ahead, in order, and the next to send
+    _queued: list = field(default_factory=list)
+    _queue_position: dict = field(default_factory=dict)
+    _queue_next: int = 0
     shard: "Shard | None" = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
     _speed_probe: float | None = None
@@ -205,8 +209,14 @@ class PdeRun:
             return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
                             item_dir=attempt_dir, executor=executor)
 
-        return run_attempts(self.source, record, library, item_directory(self.settings, library, record.id, machine),
-                            gates)
+        self._skip_queue_to(record, library, machine)
+        try:
+            return run_attempts(self.source, record, library,
+                                item_directory(self.settings, library, record.id, machine), gates)
+        finally:
+            if self.cluster is not None:
+                self.cluster.discard(library, record.id)  # runs sent ahead that its evaluation never took
+                self.top_up()
 
     def calibration_classes(self) -> list[str | None]:
         """The machine classes each record is calibrated on: every class of a cluster's
@@ -297,18 +307,31 @@ class PdeRun:
                            "selection": selection_digest(item.nodeid for item in items)}
         return mine, [item for item in items if shard_of.get(item.nodeid, 1) != self.shard.index]
 
-    def prefetch(self, items) -> int:
-        """--pde-cluster: send the runs of items whose submission needs no generation (a
-        folder of solvers) to the workers now, in item order; returns how many were sent."""
+    def prefetch(self, items) -> None:
+        """--pde-cluster: items whose submission needs no generation (a folder of solvers)
+        have their runs sent to the workers ahead of their turn, in item order, keeping
+        ``cluster.ahead`` in flight (workers busy, results waiting on them bounded)."""
+        if self.cluster is None or not getattr(self.source, "prefetchable", False):
+            return
+        self._queued = [(item.record, item.library, item.machine) for item in items if hasattr(item, "record")]
+        self._queue_position = {(r.id, library, machine): k for k, (r, library, machine) in enumerate(self._queued)}
+        self.top_up()
+
+    def _skip_queue_to(self, record: CaseRecord, library: str, machine: str | None) -> None:
+        """The item whose turn it is will not be sent ahead again (if it was not yet, its own
+        evaluation sends it now); the queue goes on after it."""
+        position = self._queue_position.get((record.id, library, machine))
+        if position is not None and position >= self._queue_next:
+            self._queue_next = position + 1
+
+    def top_up(self) -> int:
+        """Send queued items until ``cluster.ahead`` runs are in flight; returns how many."""
         from .evaluation import item_directory, run_task, will_run
 
-        if self.cluster is None or not getattr(self.source, "prefetchable", False):
-            return 0
         sent = 0
-        for item in items:
-            record, library, machine = (getattr(item, name, None) for name in ("record", "library", "machine"))
-            if record is None:
-                continue
+        while self._queue_next < len(self._queued) and self.cluster.in_flight() < self.cluster.ahead:
+            record, library, machine = self._queued[self._queue_next]
+            self._queue_next += 1
             draft = self.source.draft(record, library, None, 1, None)
             if draft.submission is None:
                 continue
