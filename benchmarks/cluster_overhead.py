@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_pdebench.cases import load_cases  # noqa: E402
-from pytest_pdebench.cluster import Cluster, LoopbackCluster  # noqa: E402
+from pytest_pdebench.cluster import Cluster, scheduler_address  # noqa: E402
 from pytest_pdebench.evaluation import Settings, run_task  # noqa: E402
 from pytest_pdebench.speed import probe_seconds  # noqa: E402
 from pytest_pdebench.submissions import Submission  # noqa: E402
@@ -52,12 +52,8 @@ def main() -> None:
     parser.add_argument("--cluster", help="a running scheduler (tcp://HOST:PORT or a scheduler file)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        local = None if args.cluster else LoopbackCluster(Path(tmp) / "dask", workers=args.workers)
-        try:
-            measure(args, args.cluster or local.address)
-        finally:
-            if local is not None:
-                local.stop()
+        with scheduler_address(args.cluster, Path(tmp) / "dask", args.workers) as address:
+            measure(args, address)
 
 
 def measure(args, address: str) -> None:

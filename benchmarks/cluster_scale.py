@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_pdebench.calibration import machine_key  # noqa: E402
-from pytest_pdebench.cluster import LoopbackCluster  # noqa: E402
+from pytest_pdebench.cluster import scheduler_address  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from harness_overhead import EXACT_SOLVER  # noqa: E402
@@ -71,12 +71,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_inputs(folder, args.items)
-        local = None if args.cluster else LoopbackCluster(folder / "dask", workers=args.workers)
-        try:
-            run(folder, args, args.cluster or local.address)
-        finally:
-            if local is not None:
-                local.stop()
+        with scheduler_address(args.cluster, folder / "dask", args.workers) as address:
+            run(folder, args, address)
 
 
 def run(folder: Path, args, address: str) -> None:

@@ -15,6 +15,7 @@ a Dask resource: an item's runs go only to workers of the class its baselines be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -359,3 +360,16 @@ class LoopbackCluster:
                 process.wait()
         time.sleep(0.5)
 
+
+@contextlib.contextmanager
+def scheduler_address(address: str | None, folder: Path, workers: int = 2):
+    """``address`` if one is given, else that of a loopback cluster of ``workers`` started
+    in ``folder`` for the block (``benchmarks/``)."""
+    if address:
+        yield address
+        return
+    local = LoopbackCluster(folder, workers=workers)
+    try:
+        yield local.address
+    finally:
+        local.stop()
