@@ -63,6 +63,8 @@ def _calibrate(args) -> int:
     command = ["-p", "no:cacheprovider", "--pde-calibrate", f"--pde-library={args.library}",
                f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", f"--pde-runs={args.runs}",
                f"--pde-calibrations={args.calibrations}", "-q", "-rfE"] + args.pytest_args
+    if args.cluster:  # every machine class of the cluster's workers, each on its own workers
+        command.append(f"--pde-cluster={args.cluster}")
     code = pytest.main(command)
     if args.update_cases:
         _materialize(Path(args.cases), args.library, Path(args.calibrations))
@@ -557,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--oracle", default="submissions/oracle")
     calibrate.add_argument("--calibrations", default="calibrations")
     calibrate.add_argument("--runs", type=int, default=3, help="timed runs averaged into t_base (default 3)")
+    calibrate.add_argument("--cluster", metavar="ADDRESS", help="calibrate on the workers of a Dask cluster "
+                           "(tcp://HOST:PORT or a scheduler file): one calibration file per kind of machine")
     calibrate.add_argument("--update-cases", action="store_true", help="also materialize thresholds in the records")
     calibrate.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     calibrate.set_defaults(func=_calibrate)

@@ -240,7 +240,7 @@ class PdeRun:
         if not found:
             pytest.fail(f"no calibration for case {record.id!r} on {library} for the machines of the cluster's "
                         f"workers ({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
-                        f"`pdebench calibrate --library {library} -- --pde-cluster={self.cluster.address}` first",
+                        f"`pdebench calibrate --library {library} --cluster {self.cluster.address}` first",
                         pytrace=False)
         thresholds, machine = found[0]
         self._warn_if_foreign(record, library, thresholds, self.store_for(machine))

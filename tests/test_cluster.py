@@ -247,9 +247,12 @@ def test_each_machine_class_is_calibrated_on_its_own_workers_and_judged_by_its_o
     cases, submissions = toy_cases(tmp_path, "dolfinx", {"first": EXACT, "second": EXACT})
     calibrations = tmp_path / "fresh-calibrations"
     cluster = f"--pde-cluster={two_machine_classes.address}"
-    # calibrating: one item per class, each run on that class's worker, each class its own file
-    done, outcomes = run_track(tmp_path, "dolfinx", cases, submissions, cluster, "--pde-calibrate",
-                               f"--pde-calibrations={calibrations}", "-rA")
+    # `pdebench calibrate --cluster`: one item per class, each run on that class's workers,
+    # each class its own file
+    done = subprocess.run([str(Path(sys.executable).with_name("pdebench")), "calibrate", "--library", "dolfinx",
+                           "--cases", str(cases), "--oracle", str(submissions), "--calibrations", str(calibrations),
+                           "--cluster", two_machine_classes.address, "--", f"--pde-output={tmp_path / 'out'}", "-rA"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert "first[dolfinx@class-a]" in done.stdout and "second[dolfinx@class-b]" in done.stdout, done.stdout[-2000:]
     stored = {machine: json.loads((calibrations / "dolfinx" / f"{machine}.json").read_text())
               for machine in ("class-a", "class-b")}
