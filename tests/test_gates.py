@@ -51,21 +51,30 @@ class GateRun(NamedTuple):
     options: list[str]  # where the runs happened: a sandbox, or a cluster
 
 
-@pytest.fixture(scope="module", params=["dolfinx", "firedrake", "dolfinx-docker", "dolfinx-cluster"])
+@pytest.fixture(scope="module",
+                params=["dolfinx", "firedrake", "dolfinx-docker", "dolfinx-cluster", "dolfinx-docker-cluster"])
 def gate_run(request, tmp_path_factory):
     """One pytest run over all the toy solvers on a track (in the bubblewrap sandbox, in
-    containers through a real engine, or on the workers of a Dask cluster)."""
+    containers through a real engine, on the workers of a Dask cluster, or both)."""
     import subprocess
     import sys
 
-    library, _, site = request.param.partition("-")
+    library, *sites = request.param.split("-")
     machine, extra, parallel = None, [], ["-n", "2"]
-    if site == "docker":
+    if "docker" in sites:
         machine, extra = docker_machine(request.getfixturevalue("dolfinx_image")), ["--pde-sandbox=docker"]
-    elif site == "cluster":  # two one-thread workers instead of two xdist workers
-        extra, parallel = [f"--pde-cluster={request.getfixturevalue('dask_cluster').address}"], []
     else:
         request.getfixturevalue(f"{library}_available")
+    if "cluster" in sites:  # two one-thread workers instead of two xdist workers
+        if "docker" in sites:  # workers of their own, which know where the engine is
+            from pytest_pdebench.cluster import LoopbackCluster
+
+            cluster = LoopbackCluster(tmp_path_factory.mktemp("dask-docker"),
+                                      env={"DOCKER_HOST": request.getfixturevalue("container_engine")})
+            request.addfinalizer(cluster.stop)
+        else:
+            cluster = request.getfixturevalue("dask_cluster")
+        extra, parallel = [*extra, f"--pde-cluster={cluster.address}"], []
     root = tmp_path_factory.mktemp(f"gates-{request.param}")
     records = [record_dict(new_id=name, nx=20, ny=20) for name in SOLVERS]
     write_jsonl(root / "cases.jsonl", records)
