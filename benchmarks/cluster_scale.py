@@ -84,10 +84,14 @@ def run(folder: Path, args, address: str) -> None:
     start = time.perf_counter()
     process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     samples = []
+    verdicts = folder / "out" / "dolfinx"
     while process.poll() is None:
         memory = resident_mb(process.pid)
         if memory is not None:
             samples.append((time.perf_counter() - start, memory))
+            if len(samples) % 60 == 0:  # progress a person can follow (and a partial figure if cut short)
+                done = sum(1 for _ in verdicts.glob("*/verdict.json")) if verdicts.is_dir() else 0
+                print(f"{samples[-1][0]:7.0f} s: {done} items done, controller {memory:.0f} MB", flush=True)
         time.sleep(1)
     wall = time.perf_counter() - start
     tests = json.loads(report.read_text())["tests"] if report.exists() else []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import platform
 import shutil
 import time
 from pathlib import Path
@@ -42,12 +43,21 @@ def toolchain_for(runtime: Runtime) -> Toolchain:
     return _image_toolchain(runtime.image) if runtime.image else load_toolchain()
 
 
+# The BLAS and LAPACK every deal.II run loads, whatever the system's alternative says:
+# Debian's reference ones, which the image has and the baselines were measured with.
+# (Installing libopenblas-dev, as the Firedrake provisioning does, switches the system's
+# libblas.so.3 to OpenBLAS. Measured on stokes_nu1_unit_cube_007 within one hour: 17 s in
+# bubblewrap with OpenBLAS, 122 s in bubblewrap with the reference BLAS, 129 s in the image;
+# so bubblewrap runs had silently left the runtime their baselines were measured with.)
+REFERENCE_BLAS_DIRS = tuple(f"/usr/lib/{platform.machine()}-linux-gnu/{name}" for name in ("blas", "lapack"))
+
+
 class DealiiTrack(Track):
     name = "dealii"
     suffixes = (".cpp", ".cc")
     binary_outputs = True
     install_hint = ("Install deal.II 9.4 and its build tools with `apt-get install --no-install-recommends "
-                    "libdeal.ii-dev cmake g++ make nlohmann-json3-dev gmsh` (Debian 12; about a minute, "
+                    "libdeal.ii-dev libblas3 liblapack3 cmake g++ make nlohmann-json3-dev gmsh` (Debian 12; about a minute, "
                     "1.9 GB), or run `make setup`.")
 
     def detect(self) -> Runtime:
@@ -57,6 +67,10 @@ class DealiiTrack(Track):
             raise RuntimeMissing(f"deal.II runtime not usable: {exc}. {self.install_hint}") from None
         if not Path(SYSTEM_PYTHON).is_file():
             raise RuntimeMissing(f"{SYSTEM_PYTHON} is missing (the deal.II runner needs it)")
+        missing = [d for d in REFERENCE_BLAS_DIRS if not next(Path(d).glob("lib*.so.3"), None)]
+        if missing:
+            raise RuntimeMissing(f"the reference BLAS/LAPACK the deal.II track runs with is missing ({', '.join(missing)}):"
+                                 " `apt-get install libblas3 liblapack3`")
         return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
@@ -106,6 +120,7 @@ class DealiiTrack(Track):
     def sandbox_env(self) -> dict[str, str]:
         return {
             "PATH": "/usr/bin:/bin",
+            "LD_LIBRARY_PATH": ":".join(REFERENCE_BLAS_DIRS),
             "HOME": "{work}",
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
