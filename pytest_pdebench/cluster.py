@@ -70,7 +70,8 @@ class RunSite(WorkerPlugin):
     async def setup(self, worker):
         from .calibration import machine_key
 
-        self.core, self._lock = self._pin(), getattr(self, "_lock", None)
+        self._lock = None  # the core's lock file, held open while the worker lives
+        self.core = self._pin()
         await worker.set_resources(**{machine_resource(machine_key()): 1})
 
     def _pin(self) -> int | None:
@@ -92,7 +93,7 @@ class RunSite(WorkerPlugin):
         return None
 
     def teardown(self, worker):
-        if getattr(self, "_lock", None) is not None:
+        if self._lock is not None:
             self._lock.close()
 
 
