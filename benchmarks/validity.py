@@ -247,7 +247,8 @@ def main() -> int:
                           "machine": machine_key(), "date": time.strftime("%Y-%m-%d")}
             print(f"verdicts kept in {keep(args.library, rung, results[rung][0], conditions).relative_to(REPO)}")
     for rung, (verdicts, seconds) in results.items():
-        took = f", {seconds / 60:.1f} min with -n {args.jobs}" if seconds else ""
+        how = f"{args.jobs} cluster workers" if rung == "oracle-cluster" else f"-n {args.jobs}"
+        took = f", {seconds / 60:.1f} min with {how}" if seconds else ""
         print(f"\n== {rung} ({SOURCES[rung]}): {len(verdicts)} items{took}")
         print(outcome_table(verdicts))
         if rung.startswith("oracle") or rung == "textbook":
