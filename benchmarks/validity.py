@@ -6,7 +6,8 @@
 Rungs (each a pytest run of the plugin over the bundled cases, JSON report in
 reports/validity/<rung>.json; --reuse prints from the reports already there). A rung
 starts from empty folders, so that a second run measures again instead of reusing the
-first's verdicts; --resume picks up an interrupted rung where it stopped.
+first's verdicts; --resume picks up an interrupted rung where it stopped (its wall time
+then sums the parts: each from its start to the last verdict it wrote).
 - ``oracle`` and ``oracle-again``: the strong oracle twice (goal: 100% PASS, and the same
   verdict on >= 99.5% of items between the two; t_agent / t_base near 1); each prints its
   wall time against the solver's own (every run's timed window, over the workers: issue
@@ -64,11 +65,14 @@ KEPT = ("case_id", "library", "family", "outcome", "reason", "error", "tau_acc",
 
 def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
              resume: bool = False) -> tuple[list[dict], float | None]:
-    """(verdicts, wall seconds of the run or None when reused)."""
-    report = OUT / f"{library}-{rung}.json"
+    """(verdicts, wall seconds of the run, over all its parts when it was resumed)."""
+    report, parts = OUT / f"{library}-{rung}.json", OUT / f"{library}-{rung}.parts.json"
     if not resume:
         for folder in rung_folders(library, rung):
             shutil.rmtree(folder, ignore_errors=True)
+        parts.unlink(missing_ok=True)
+    starts, this_start = (json.loads(parts.read_text()) if parts.is_file() else []), time.time()
+    parts.write_text(json.dumps(starts + [this_start]))  # kept before it runs: a killed part still counts
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
                f"--pde-output={rung_folders(library, rung)[0]}", "--pde-resume",  # empty unless resuming
@@ -98,7 +102,20 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
     if not report.exists():
         raise SystemExit(f"{rung}: pytest exited with code {code} and wrote no report "
                          f"(its error is above; is {sys.executable} the project's .venv python?)")
-    return verdicts_of(report), time.perf_counter() - started
+    earlier = earlier_parts(starts, rung_folders(library, rung)[0], this_start)
+    return verdicts_of(report), earlier + time.perf_counter() - started
+
+
+def earlier_parts(starts: list[float], items: Path, this_start: float) -> float:
+    """Wall seconds of the interrupted parts of a rung: each from its start to the last
+    verdict it wrote (a part killed with its session leaves no other trace of its end)."""
+    ends = starts[1:] + [this_start]
+    stamps = [path.stat().st_mtime for path in items.rglob("verdict.json")]
+    total = 0.0
+    for start, end in zip(starts, ends):
+        written = [stamp for stamp in stamps if start <= stamp < end]
+        total += max(written) - start if written else 0.0
+    return total
 
 
 def rung_folders(library: str, rung: str) -> list[Path]:
@@ -242,7 +259,7 @@ def main() -> int:
         else:
             results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample, args.resume)
             conditions = {"rung": rung, "library": args.library, "jobs": args.jobs, "runs": args.runs,
-                          "resumed": args.resume,  # then "minutes" counts the last part only
+                          "resumed": args.resume,  # then "minutes" sums the parts (earlier_parts)
                           "minutes": round(results[rung][1] / 60, 1), "revision": git_revision(),
                           "machine": machine_key(), "date": time.strftime("%Y-%m-%d")}
             print(f"verdicts kept in {keep(args.library, rung, results[rung][0], conditions).relative_to(REPO)}")

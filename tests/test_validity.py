@@ -77,3 +77,22 @@ def test_dishonest_solvers_fail_through_the_plugin(tmp_path, rung, dolfinx_avail
     assert not passed, passed
     ran = [v for v in outcomes.values() if v["outcome"] == "F-Acc"]
     assert len(ran) >= 9, {case: v["reason"] for case, v in outcomes.items() if v["outcome"] != "F-Acc"}
+
+
+def test_a_resumed_rung_counts_every_part_of_its_wall_time(tmp_path):
+    """benchmarks/validity.py --resume: a part killed with its session counts from its start
+    to the last verdict it wrote; verdicts reused later do not stretch it."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("validity", REPO / "benchmarks" / "validity.py")
+    validity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(validity)
+    for name, stamp in {"a": 1_000.0, "b": 1_600.0, "c": 5_300.0}.items():
+        verdict = tmp_path / "dolfinx" / name / "verdict.json"
+        verdict.parent.mkdir(parents=True)
+        verdict.write_text("{}")
+        os.utime(verdict, (stamp, stamp))
+    # part 1 from 900 (wrote a and b, then died), part 2 from 5,000 (wrote c, then died), now part 3
+    assert validity.earlier_parts([900.0, 5_000.0], tmp_path, 6_000.0) == pytest.approx(700.0 + 300.0)
+    assert validity.earlier_parts([], tmp_path, 6_000.0) == 0.0
