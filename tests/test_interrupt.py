@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,8 +66,10 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
                "--json-report", f"--json-report-file={report}"]
     # SIGINT back to its default in the child: a test run started as a background job
     # (`cmd &` in a script) inherits SIGINT ignored, and Python then never sees Ctrl-C
-    parallel = "-n" in extra
-    process = subprocess.Popen(command + list(extra) + (["-v"] if parallel else []), cwd=tmp_path,
+    # with xdist or a cluster the quick item finishes while the slow one runs: -v shows when
+    # its verdict reached the controller's report
+    elsewhere = "-n" in extra or any(arg.startswith("--pde-cluster") for arg in extra)
+    process = subprocess.Popen(command + list(extra) + (["-v"] if elsewhere else []), cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # its progress as it comes
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -82,8 +85,8 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     while not _running(marker) and time.time() < deadline:
         time.sleep(0.1)
     assert _running(marker), "the slow solver never started"
-    if parallel:  # the quick item runs on the other worker: let its report reach the controller
-        while b"PASS cases.jsonl::quick" not in b"".join(chunks) and time.time() < deadline:
+    if elsewhere:  # "PASS cases.jsonl::quick" from xdist, "cases.jsonl::quick PASS" without
+        while not re.search(rb"PASS \S+::quick|::quick\S* PASS", b"".join(chunks)) and time.time() < deadline:
             time.sleep(0.1)
     process.send_signal(signum)
     process.wait(timeout=60)
@@ -112,13 +115,28 @@ def test_sigterm_to_a_parallel_run_ends_it_like_ctrl_c(tmp_path):
     _interrupted_run(tmp_path, signal.SIGTERM, "-n", "2")
 
 
-def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
-    command, solvers, _ = _interrupted_run(tmp_path, signal.SIGINT)
-
-    # resume: the finished item is reused, not run again
+def _resumes(tmp_path: Path, command: list[str], solvers: Path, *extra: str) -> None:
+    """--pde-resume after the interruption: the finished item is reused, not run again."""
     (solvers / "slow.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n"
                                      "    write(u, x, y)\n")
     before = (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").stat().st_mtime
-    done = subprocess.run(command + ["--pde-resume", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command + [*extra, "--pde-resume", "-q"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
     assert "2 passed" in done.stdout, done.stdout[-2000:]
     assert (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").stat().st_mtime == before
+
+
+def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
+    command, solvers, _ = _interrupted_run(tmp_path, signal.SIGINT)
+    _resumes(tmp_path, command, solvers)
+
+
+def test_ctrl_c_on_a_cluster_run_then_resume_on_the_cluster(tmp_path, dask_cluster):
+    """Issue 19: a cluster run interrupted keeps its finished verdicts (written by the
+    controller), kills the run on the worker, and --pde-resume through the cluster runs
+    only what did not finish."""
+    cluster = f"--pde-cluster={dask_cluster.address}"
+    command, solvers, _ = _interrupted_run(tmp_path, signal.SIGINT, cluster)
+    _resumes(tmp_path, command, solvers, cluster)
+    slow = json.loads((tmp_path / "out" / "dolfinx" / "slow" / "verdict.json").read_text())
+    assert slow["outcome"] == "PASS" and slow["worker"].startswith("tcp://"), slow  # timed on a Dask worker
