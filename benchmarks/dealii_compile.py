@@ -15,6 +15,7 @@ import argparse
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from pytest_pdebench.libraries import detect_runtime, get_track  # noqa: E402
 from pytest_pdebench.libraries.cxx_toolchain import COMPILE_TIMEOUT_SEC, load_toolchain  # noqa: E402
+from pytest_pdebench.libraries.dealii import host_toolchain  # noqa: E402
 from pytest_pdebench.sandbox import Limits, RunRequest, get_backend  # noqa: E402
 
 ORACLE = REPO / "submissions" / "oracle" / "dealii"
@@ -45,7 +47,7 @@ def programs() -> dict[str, dict[str, bytes]]:
 
 
 def compile_once(files: dict[str, bytes], use_pch: bool) -> float:
-    toolchain, runtime = load_toolchain(), detect_runtime("dealii")
+    toolchain, runtime = host_toolchain(), detect_runtime("dealii")
     track, backend = get_track("dealii"), get_backend("bubblewrap")
     with tempfile.TemporaryDirectory(prefix="pdebench-compile-") as tmp:
         build = Path(tmp)
@@ -66,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    toolchain = load_toolchain()
+    toolchain = host_toolchain()
     gch = toolchain.pch_header.with_suffix(".h.gch")
     fresh, started = not gch.exists(), time.perf_counter()
     toolchain.ensure_pch()
@@ -93,6 +95,30 @@ def main() -> None:
             print(f"repeat of a cached source (binary cache hit): {time.perf_counter() - started:.3f} s")
     else:
         print("repeat of a cached source: not in the binary cache yet (run the oracle once)")
+    link_times(files, toolchain, args.repeats)
+
+
+def link_times(files: dict[str, bytes], toolchain, repeats: int) -> None:
+    """Linking alone, one object, CMake's linker against the one the harness uses."""
+    cmake = load_toolchain()
+    linkers = {"CMake's (" + _linker(cmake) + ")": cmake.link_flags, "the harness's (" + _linker(toolchain) + ")":
+               toolchain.link_flags}
+    with tempfile.TemporaryDirectory(prefix="pdebench-link-") as tmp:
+        for name, content in files.items():
+            (Path(tmp) / name).write_bytes(content)
+        pch = ["-include", str(toolchain.pch_header)]
+        subprocess.run(["c++", *toolchain.compile_flags, *pch, "-c", "solver.cpp", "-o", "solver.o"], cwd=tmp, check=True)
+        for label, flags in linkers.items():
+            times = []
+            for _ in range(max(repeats, 3)):
+                started = time.perf_counter()
+                subprocess.run(["c++", "solver.o", "-o", "solver", *flags], cwd=tmp, check=True)
+                times.append(time.perf_counter() - started)
+            print(f"link of poisson.cpp's object with {label}: {statistics.median(times):.2f} s")
+
+
+def _linker(toolchain) -> str:
+    return next((flag.split("=", 1)[1] for flag in toolchain.link_flags if flag.startswith("-fuse-ld=")), "ld")
 
 
 if __name__ == "__main__":

@@ -48,12 +48,13 @@ install_bubblewrap() {
     command -v bwrap >/dev/null 2>&1 || die "bubblewrap did not install"
 }
 
-DEALII_PACKAGES="libdeal.ii-dev libblas3 liblapack3 cmake g++ make nlohmann-json3-dev gmsh"
+# lld: links deal.II programs in half of gold's time (pytest_pdebench/libraries/dealii.py)
+DEALII_PACKAGES="libdeal.ii-dev libblas3 liblapack3 cmake g++ make nlohmann-json3-dev gmsh lld"
 
 install_dealii() {
     [ "${PDEBENCH_SKIP_DEALII:-0}" = 1 ] && { say "skipping deal.II (PDEBENCH_SKIP_DEALII=1)"; return 0; }
     if [ -f /usr/share/cmake/deal.II/deal.IIConfig.cmake ] && command -v gmsh >/dev/null 2>&1 \
-        && [ -f /usr/include/nlohmann/json.hpp ] && command -v cmake >/dev/null 2>&1 \
+        && [ -f /usr/include/nlohmann/json.hpp ] && command -v cmake >/dev/null 2>&1 && command -v ld.lld >/dev/null 2>&1 \
         && [ -e "/usr/lib/$(uname -m)-linux-gnu/blas/libblas.so.3" ] \
         && [ -e "/usr/lib/$(uname -m)-linux-gnu/lapack/liblapack.so.3" ]; then
         return 0

@@ -36,12 +36,12 @@ CPP_BLOCK = re.compile(r"^```cpp\n(.*?)^```", re.S | re.M)
 
 
 def test_dealii_guide_compiles_and_solves_poisson_basic(tmp_path, dealii_available):
-    from pytest_pdebench.libraries.cxx_toolchain import load_toolchain
+    from pytest_pdebench.libraries.dealii import host_toolchain
 
     blocks = CPP_BLOCK.findall((REPO / "guides" / "DEALII_GUIDE.md").read_text())
     assert len(blocks) >= 6
     (tmp_path / "guide.cpp").write_text("\n".join(blocks))
-    command = load_toolchain().compile_command(["guide.cpp"], "guide", use_pch=True)
+    command = host_toolchain().compile_command(["guide.cpp"], "guide", use_pch=True)
     built = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     record = record_dict(nx=30, ny=20)
