@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
-from . import BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
+from . import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
 from .cxx_toolchain import (COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, Toolchain, ToolchainError, first_errors,
                             image_toolchain, load_toolchain)
 
@@ -141,9 +141,7 @@ class DealiiTrack(Track):
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
             **thread_env(),
-            # Open MPI in a network-less namespace: a singleton that does not look for peers
-            "OMPI_MCA_ess_singleton_isolated": "1",
-            "OMPI_MCA_btl": "self",
+            **OPEN_MPI_SINGLETON_ENV,
         }
 
     def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:

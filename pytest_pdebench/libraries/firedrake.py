@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from ..kernel_cache import KernelRule
-from . import PythonTrack, RuntimeMissing
+from . import OPEN_MPI_SINGLETON_ENV, PythonTrack, RuntimeMissing
 
 # FIREDRAKE_CACHE_DIR: PyOP2 keeps each kernel as a shared library and its generated C code
 # (a pickled str); TSFC keeps compiled forms as pickled kernel objects (loopy programs).
@@ -92,6 +92,5 @@ class FiredrakeTrack(PythonTrack):
             **self._provisioned_env(info),
             "FIREDRAKE_CACHE_DIR": "{cache}",  # TSFC and PyOP2 kernels (see kernel_store)
             "OMP_NUM_THREADS": "1",
-            # Open MPI in a network-less namespace: a singleton that does not look for peers
-            "OMPI_MCA_ess_singleton_isolated": "1",
+            **OPEN_MPI_SINGLETON_ENV,
         }
