@@ -130,10 +130,10 @@ def _merge(args) -> int:
 
 
 def _table(args) -> int:
+    from .analysis.runs import json_report_verdicts
     from .report import stage_rates, tables_by_library
 
-    report = json.loads(Path(args.report).read_text())
-    verdicts = [t["metadata"]["pde"] for t in report.get("tests", []) if "pde" in t.get("metadata", {})]
+    verdicts = json_report_verdicts(json.loads(Path(args.report).read_text()))
     if not verdicts:
         print("no PDEAgent-Bench verdicts in that report (was it written with --json-report?)", file=sys.stderr)
         return 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from .cases import CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
+from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
 from .gates import GateFailure
 from .libraries import RuntimeMissing
 from .reference import ReferenceError
@@ -14,6 +15,9 @@ from .reference import ReferenceError
 PDE_RUN = pytest.StashKey["object"]()
 SEEN_IDS = pytest.StashKey[dict]()
 BACKSTOP_MARGIN_SEC = 120
+# a case item's name: case[library], or case[library@machine class] on a cluster of several
+CASE_ITEM_NAME = re.compile(r"(?P<case_id>[a-z0-9][a-z0-9_]*) ?\[(?P<library>[a-z]+)(?:@(?P<machine>[^\[\]]+))?\]")
+NO_VERDICT = "no verdict"
 
 
 class CalibrationRejected(Exception):
@@ -34,9 +38,8 @@ class CaseFile(pytest.File):
                 for library in run.libraries:
                     if library in record.supported_libraries:
                         for machine in classes:
-                            where = f"{library}@{machine}" if machine else library
-                            yield CaseItem.from_parent(self, name=f"{record.id}[{where}]", record=record,
-                                                       library=library, line=line, machine=machine)
+                            yield CaseItem.from_parent(self, name=case_item_name(record.id, library, machine),
+                                                       record=record, library=library, line=line, machine=machine)
         except CaseFileError as exc:
             raise self.CollectError(str(exc)) from None
 
@@ -151,6 +154,32 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.line - 1, f"{self.record.id} [{self.library}]"
+
+
+def case_item_name(case_id: str, library: str, machine: str | None) -> str:
+    return f"{case_id}[{library}@{machine}]" if machine else f"{case_id}[{library}]"
+
+
+def case_item_of(nodeid: str) -> tuple[str, str] | None:
+    """(case id, library) of a case item's node id (``cases.jsonl::poisson_1[dolfinx]``);
+    None for any other test (a validation item, another plugin's test)."""
+    path, sep, name = nodeid.rpartition("::")
+    match = CASE_ITEM_NAME.fullmatch(name)
+    if not sep or not path.endswith(".jsonl") or not match or match["library"] not in LIBRARIES:
+        return None
+    return match["case_id"], match["library"]
+
+
+def no_verdict(nodeid: str, source: str | None, crash: str | None = None) -> dict | None:
+    """The stand-in verdict of a case item that ran and ended without one (its test crashed
+    before the verdict was written, its xdist worker died): F-Exec, so that the item stays
+    in every denominator and a solver cannot drop the items it would fail. None for a test
+    that is not a case item. A node id does not name the family: "?"."""
+    item = case_item_of(nodeid)
+    if item is None:
+        return None
+    return {"case_id": item[0], "library": item[1], "family": "?", "source": source, "outcome": "F-Exec",
+            "reason": f"{NO_VERDICT} ({crash})" if crash else NO_VERDICT, "no_verdict": True}
 
 
 def verdict_of(report) -> dict | None:

@@ -159,17 +159,32 @@ def pytest_json_runtest_metadata(item, call):
         return {"pde": verdict} if verdict else None
 
 
+def _crash_line(report) -> str | None:
+    """The one line pytest shows for a failure (xdist: "worker 'gw0' crashed ...")."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    lines = str(report.longrepr or "").strip().splitlines()
+    line = getattr(crash, "message", None) or (lines[-1] if lines else None)
+    return line[:200] if line else None
+
+
 class _Recorder:
     """Controller-side: gathers verdicts from reports (xdist relays them here)."""
 
     def __init__(self, run):
         self.run = run
         self.calibrations: dict = {}
+        self.counted: set[str] = set()  # node ids with a verdict or a stand-in: one each
 
     def pytest_runtest_logreport(self, report):
         verdict = items.verdict_of(report)
         if verdict and report.when == "call":
             self.run.verdicts.append(verdict)
+            self.counted.add(report.nodeid)
+        elif report.failed and report.nodeid not in self.counted:
+            stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report))  # case items only
+            if stand_in:
+                self.run.verdicts.append(stand_in)
+                self.counted.add(report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):

@@ -253,3 +253,90 @@ def test_report_folder_from_the_command_line(two_systems, tmp_path):
 def test_write_report_without_figures(two_systems, tmp_path):
     summary = write_report(two_systems, tmp_path / "r", with_figures=False)
     assert summary["figures"] == [] and "stages" in summary["tables"]
+
+
+# --- items that ended without a verdict (issue 37) ---
+
+def crashed(nodeid, outcome="failed", phase="call", message="RecursionError: maximum recursion depth exceeded"):
+    """A json-report test whose item failed before its verdict was written: no metadata."""
+    return {"nodeid": nodeid, "outcome": outcome,
+            phase: {"outcome": "failed", "crash": {"path": "gates.py", "lineno": 1, "message": message}}}
+
+
+@pytest.fixture
+def crashes_report(tmp_path):
+    """'plain' on dolfinx: p1 PASS and p2 F-Acc with verdicts; p3 crashed in its test and p4
+    in its set-up, neither wrote a verdict; p5 skipped (no runtime here); a validation item
+    and another plugin's test failed (neither is a case item)."""
+    setting = {"runner": "warm", "calibration": "calibrations/dolfinx.json"}
+    judged = [verdict("p1", "PASS", **setting), verdict("p2", "F-Acc", error=5e-3, t_agent=None, **setting)]
+    tests = [{"nodeid": f"cases.jsonl::{v['case_id']}[dolfinx]", "outcome": "passed" if v["outcome"] == "PASS"
+              else "failed", "metadata": {"pde": v}} for v in judged]
+    tests += [crashed("cases.jsonl::p3[dolfinx]"),
+              crashed("cases.jsonl::p4[dolfinx]", outcome="error", phase="setup", message="OSError: disk full"),
+              {"nodeid": "cases.jsonl::p5[dolfinx]", "outcome": "skipped"},
+              crashed("cases.jsonl::p6[validate]"), crashed("tests/test_other.py::test_x[dolfinx]")]
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps({"tests": tests, "pde": {"machine": "m-2cpu", "sandbox": "bubblewrap",
+                                                        "source": "submissions/plain", "mode": "evaluation"}}))
+    return path
+
+
+def test_an_item_without_a_verdict_counts_as_f_exec(crashes_report, tmp_path):
+    run = load_run(crashes_report)
+    rows = {row["case_id"]: row for row in run.rows}
+    assert {case: row["outcome"] for case, row in rows.items()} == {"p1": "PASS", "p2": "F-Acc", "p3": "F-Exec",
+                                                                    "p4": "F-Exec"}
+    assert rows["p3"]["reason"] == "no verdict (RecursionError: maximum recursion depth exceeded)"
+    assert rows["p4"]["reason"] == "no verdict (OSError: disk full)" and rows["p4"]["exec_category"] == "no verdict"
+    # counted with the run's system and setting, not as a system of its own
+    assert {(row["system"], row["runner"], row["calibration"]) for row in run.rows} == {
+        ("plain", "warm", "calibrations/dolfinx.json")}
+    summary = write_report([run], tmp_path / "report", with_figures=False)
+    (stages,) = summary["tables"]["stages"]["rows"]
+    assert stages[2:5] == [4, "1 (25.0%)", "2 (50.0%)"]
+    reasons = summary["tables"]["exec_reasons"]
+    assert reasons["headers"] == ["system", "library", "F-Exec", "no verdict"] and reasons["rows"][0][2:] == [2, 2]
+    assert summary["tables"]["families_dolfinx"]["rows"][-1][1].endswith("n=4")
+
+
+def test_pdebench_table_counts_an_item_without_a_verdict(crashes_report):
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "table", str(crashes_report), "--format",
+                           "simple"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    overall = next(line for line in done.stdout.splitlines() if line.startswith("overall"))
+    assert overall.split()[1:] == ["1", "2", "1", "0", "25.0%"]  # PASS, F-Exec, F-Acc, F-Time
+    rates = json.loads(done.stdout[done.stdout.index("{"):])
+    assert rates["items"] == 4 and rates["exec_rate"] == 0.5
+
+
+def test_the_terminal_table_counts_an_item_without_a_verdict():
+    """The plugin's recorder: one stand-in per case item that failed without a verdict (in
+    set-up, in its test, or its xdist worker died), never one more for a failed teardown."""
+    from types import SimpleNamespace
+
+    from pytest_pdebench.items import case_item_name, case_item_of
+    from pytest_pdebench.plugin import _Recorder
+    from pytest_pdebench.report import tables_by_library
+
+    def report(name, when, failed, pde=None, message=None):
+        crash = SimpleNamespace(reprcrash=SimpleNamespace(message=message)) if message else None
+        return SimpleNamespace(nodeid=f"cases.jsonl::{name}", when=when, failed=failed, longrepr=crash,
+                               user_properties=[("pde", pde)] if pde else [])
+
+    run = SimpleNamespace(verdicts=[], source=SimpleNamespace(label="submissions/plain"))
+    recorder = _Recorder(run)
+    passed = verdict("p1", "PASS")
+    for logged in (report("p1[dolfinx]", "call", False, passed), report("p1[dolfinx]", "teardown", True, passed),
+                   report("p3[dolfinx]", "setup", False), report("p3[dolfinx]", "call", True, message="KeyError: 'u'"),
+                   report("p3[dolfinx]", "teardown", True, message="OSError"),
+                   report("p4[dolfinx@m-4cpu]", "setup", True, message="worker 'gw0' crashed"),
+                   report("p5[dolfinx]", "setup", False), report("p6[validate]", "call", True, message="bad")):
+        recorder.pytest_runtest_logreport(logged)
+    assert [(v["case_id"], v["outcome"], v["reason"]) for v in run.verdicts] == [
+        ("p1", "PASS", ""), ("p3", "F-Exec", "no verdict (KeyError: 'u')"),
+        ("p4", "F-Exec", "no verdict (worker 'gw0' crashed)")]
+    ((library, table),) = tables_by_library(run.verdicts)
+    overall = next(line for line in table.splitlines() if line.startswith("overall"))
+    assert library == "dolfinx" and overall.split()[1:] == ["1", "2", "0", "0", "33.3%"]
+    assert case_item_of(f"cases.jsonl::{case_item_name('p1', 'dealii', 'm-4cpu')}") == ("p1", "dealii")

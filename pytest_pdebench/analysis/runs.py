@@ -3,7 +3,8 @@
 Two formats are read, and nothing is ever run again:
 
 * a pytest-json-report file (``--json-report``): each test's ``metadata.pde`` is a
-  verdict, the top-level ``pde`` block names the machine, sandbox and images;
+  verdict, the top-level ``pde`` block names the machine, sandbox and images; a case item
+  that failed without one (its test crashed first) is F-Exec "no verdict", never left out;
 * a JSON-lines verdict file (``benchmarks/results/*.json``): a header line (``rung``,
   ``machine``, ...) then one verdict per line.
 
@@ -27,6 +28,7 @@ ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_t
 # F-Exec reasons, grouped: the first category whose marker the reason contains (C++
 # compiler messages included: a missing header is an import, an unknown member an API error)
 EXEC_CATEGORIES = (
+    ("no verdict", ("no verdict",)),  # the test crashed before writing one: its crash message says why
     ("timeout", ("timed out",)),
     ("memory", ("out of memory", "MemoryError", "killed")),
     ("no code", ("no code block", "no code in", "model call failed")),
@@ -100,12 +102,30 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "runner": verdict.get("runner") or "cold",  # verdicts from before the warm runner: cold
         "image": verdict.get("runtime_image") or "", "calibration": verdict.get("calibration") or "",
         "artifacts": verdict.get("artifacts", ""), "timed_failure": verdict.get("timed_failure"),
+        "no_verdict": bool(verdict.get("no_verdict")),
     }
     for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time"):
         row[key] = verdict.get(key)
     for key in ("alpha_acc", "alpha_time", "tau_min", "tau_max"):
         row[key] = alphas.get(key)
     return row
+
+
+SETTING_FIELDS = ("system", "sandbox", "runner", "image", "calibration")
+
+
+def with_stand_ins_placed(rows: list[dict]) -> list[dict]:
+    """A stand-in (no verdict) knows its case and library only: it takes the system and the
+    setting that the run's verdicts on its library share, so that tables count it with
+    them rather than as a system or setting of its own."""
+    for row in rows:
+        if row["no_verdict"]:
+            peers = [peer for peer in rows if not peer["no_verdict"] and peer["library"] == row["library"]]
+            for key in SETTING_FIELDS:
+                values = {peer[key] for peer in peers}
+                if len(values) == 1:
+                    row[key] = values.pop()
+    return rows
 
 
 def load_run(path: Path, name: str | None = None) -> Run:
@@ -124,14 +144,39 @@ def load_run(path: Path, name: str | None = None) -> Run:
     return _from_verdict_lines(path, text, name)
 
 
+def json_report_verdicts(document: dict) -> list[dict]:
+    """The verdicts of a pytest JSON report, one per case item that ran: its ``metadata.pde``,
+    or for an item that failed or errored without one the F-Exec stand-in "no verdict"
+    (items.no_verdict). Skipped items (no runtime here, not run) are not verdicts."""
+    from ..items import no_verdict
+
+    source = (document.get("pde") or {}).get("source")
+    verdicts = []
+    for test in document.get("tests") or []:
+        verdict = (test.get("metadata") or {}).get("pde")
+        if verdict:
+            verdicts.append(verdict)
+        elif test.get("outcome") in ("failed", "error"):
+            stand_in = no_verdict(str(test.get("nodeid", "")), source, _crash_message(test))
+            if stand_in:
+                verdicts.append(stand_in)
+    return verdicts
+
+
+def _crash_message(test: dict) -> str | None:
+    for phase in ("setup", "call", "teardown"):
+        message = ((test.get(phase) or {}).get("crash") or {}).get("message")
+        if message:
+            return str(message)[:200]
+    return None
+
+
 def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
     meta = document.get("pde") or {}
     run = Run(path, name or path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"),
               meta.get("images") or {}, meta.get("mode", "evaluation"))
-    for test in document["tests"]:
-        verdict = (test.get("metadata") or {}).get("pde")
-        if verdict and not verdict.get("calibration_problem"):
-            run.rows.append(row_of(verdict, run, name))
+    run.rows = with_stand_ins_placed([row_of(verdict, run, name) for verdict in json_report_verdicts(document)
+                                      if not verdict.get("calibration_problem")])
     if not run.rows:
         raise ReportError(f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run "
                           f"with --json-report?)")
@@ -157,7 +202,7 @@ def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
     run = Run(path, name or header.get("rung") or path.stem, header.get("machine", "?"), header.get("sandbox", "?"),
               header.get("images") or {}, header.get("mode") or "evaluation")
     system = name or header.get("rung")
-    run.rows = [row_of(verdict, run, system) for verdict in verdicts]
+    run.rows = with_stand_ins_placed([row_of(verdict, run, system) for verdict in verdicts])
     return run
 
 
@@ -169,7 +214,8 @@ def run_from_verdicts(verdicts: list[dict], meta: dict, path: Path) -> Run:
     path.write_text("".join(json.dumps(line, default=str) + "\n" for line in [header, *verdicts]))
     run = Run(path, path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"), meta.get("images") or {},
               meta.get("mode", "evaluation"))
-    run.rows = [row_of(verdict, run, None) for verdict in verdicts if not verdict.get("calibration_problem")]
+    run.rows = with_stand_ins_placed([row_of(verdict, run, None) for verdict in verdicts
+                                      if not verdict.get("calibration_problem")])
     return run
 
 
