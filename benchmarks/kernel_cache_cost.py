@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_pdebench.kernel_cache import KernelCache, run_cache_folder
+from pytest_pdebench.kernel_cache import KernelCache
 from pytest_pdebench.libraries.dolfinx import DolfinxTrack
+from pytest_pdebench.run_folders import Scratch, freeze_tree
 
 
 def fill_run_cache(folder: Path, library: bytes, count: int, salt: str) -> None:
@@ -34,19 +35,21 @@ def measure(count: int, library: bytes, repeats: int) -> tuple[float, float]:
     prepare, harvest = [], []
     for repeat in range(repeats):
         root = Path(tempfile.mkdtemp())
-        cache = KernelCache(root / "store", DolfinxTrack.kernel_rules)
         seed = root / "seed"
-        fill_run_cache(seed, library, count, "aa")
-        cache.harvest(seed)  # the store holds `count` modules
+        fill_run_cache(seed, library, count, "aa")  # the store holds `count` modules (no per-run cap)
+        KernelCache(root / "store", DolfinxTrack.kernel_rules, max_files=10 ** 6, max_bytes=1 << 40).harvest(seed)
+        cache = KernelCache(root / "store", DolfinxTrack.kernel_rules)
         started = time.perf_counter()
-        run = run_cache_folder(root / "run")  # tmpfs where there is one, as in evaluation
+        scratch = Scratch()  # tmpfs where there is one, as in evaluation
+        run = scratch.path / "cache"
         cache.prepare(run, "/sandbox/kernels")
+        freeze_tree(run)  # as every run's cache folder is
         prepare.append(time.perf_counter() - started)
         fill_run_cache(run, library, 6, "bb")  # a gated run compiles 6 new modules
         started = time.perf_counter()
         cache.harvest(run)
         harvest.append(time.perf_counter() - started)
-        shutil.rmtree(run)
+        scratch.remove()
         shutil.rmtree(root)
     return statistics.median(prepare) * 1e3, statistics.median(harvest) * 1e3
 

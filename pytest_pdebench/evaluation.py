@@ -17,6 +17,16 @@ What is timed (the same for submissions and for the calibration baseline):
   working and cache folders, and only files the track recognises as kernels pass from
   the first run into the read-only kernel store (``kernel_cache.py``).
 * Outputs are read once, as regular files of the run's own folder (``run_files.py``).
+* Every run is judged: the timed runs' outputs are read and checked as the gated run's
+  are, and each must pass the accuracy gate the gated run passed; a timed run that
+  fails it (or whose outputs break the contract) decides the verdict, named in the
+  reason. ``run_difference`` keeps the largest difference between a timed run's
+  solution and the gated run's. So a run that could tell it was timed, and did less,
+  gains nothing.
+* The CPU time of a timed run's processes over its window is measured where the
+  sandbox allows (bubblewrap); ``cores_used`` is the largest ratio to the window, and a
+  run over ``CORES_FLAG`` is flagged (a worker's runs keep to its core; without
+  pinning a solver could use the neighbour's).
 * Timed runs happen only for submissions that passed the accuracy gate (or nearly: a
   near miss of the sensitivity grid). A cluster worker cannot know (the reference stays
   here), so it times every well-formed run and the timings a local run would not have
@@ -58,7 +68,10 @@ from .submissions import Submission
 VERDICT_FILE = "verdict.json"
 # bumped when what a verdict means changes (2: outputs read without links, kernel store),
 # so --pde-resume never reuses a verdict earned under older rules
-HARNESS_REVISION = 2
+HARNESS_REVISION = 3  # 3: every timed run judged, sealed runs, neutral folders
+# a timed run whose processes used more CPU than this many cores' worth over its window
+# (with CORES_SLACK_SEC for the sandbox's own start) is flagged in its verdict
+CORES_FLAG, CORES_SLACK_SEC = 1.2, 0.05
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,10 @@ class Verdict:
     compile_pch: bool | None = None
     cache_dropped: list[str] = field(default_factory=list)  # files the gated run cached that are no kernels
     timed_runs: list[float] = field(default_factory=list)
+    timed_errors: list[float] = field(default_factory=list)  # each timed run's rel. L2 error
+    run_difference: float | None = None  # largest ||u_timed - u_gated|| / ||u_ref|| on the grid
+    cores_used: float | None = None  # largest CPU seconds per second of window over the timed runs
+    flags: list[str] = field(default_factory=list)  # what the verdict does not decide but a reader should see
     rmse: float | None = None
     mae: float | None = None
     r2: float | None = None
@@ -258,15 +275,18 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
     for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
         (item_dir / name).write_bytes(content)
     judge = _Judge(record, verdict, thresholds, settings, case_dir)
+    judge.prepare()  # the reference before any run: a missing one stops here
+    done = (executor or execute)(task, item_dir, judge.worth_timing)
     try:
-        judge.prepare()  # the reference before any run: a missing one stops here
-        done = (executor or execute)(task, item_dir, judge.worth_timing)
         if done.timed and not judge.worth_timing(done):  # a run site that times everything: as if it had not
             done.without_timing()
         judge.all_gates(done, item_dir)
         verdict.outcome, verdict.reason = "PASS", ""
     except gates.GateFailure as failure:
         verdict.outcome, verdict.reason = failure.outcome, failure.reason
+    except Exception as exc:  # noqa: BLE001 - whatever the outputs make judging raise, the item keeps a verdict
+        verdict.outcome = "F-Exec"
+        verdict.reason = f"the outputs could not be judged ({type(exc).__name__}: {str(exc)[:200]})"
     (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
     return verdict
 
@@ -289,7 +309,7 @@ class _Judge:
         fails by a margin some alpha of the sensitivity grid accepts (a near miss)."""
         try:
             self._gated_run(done, dataclasses.replace(self.verdict), None)
-        except gates.GateFailure:
+        except Exception:  # noqa: BLE001 - a gate's failure, or outputs that break a reader: all_gates says which
             return False
         return True
 
@@ -306,11 +326,17 @@ class _Judge:
             (item_dir / "stderr.txt").write_text(done.stderr)
             verdict.t_first_run, verdict.cache_dropped = done.t_first_run, done.cache_dropped
         inaccurate = self._gated_run(done, verdict, item_dir)
-        # gate 3: runtime, over warm repeated runs
+        # gate 3: runtime, over warm repeated runs, each of them judged as the gated run was
         verdict.timed_runs = list(done.timed_runs)
         if done.timed_failure:
             verdict.timed_failure = done.timed_failure
             raise inaccurate or gates.exec_failure(done.timed_failure)
+        try:
+            self._timed_runs(done, verdict, inaccurate is None)
+        except gates.GateFailure:
+            if inaccurate:  # a near miss stays F-Acc, as with a failed timed run above
+                raise inaccurate from None
+            raise
         verdict.t_agent = statistics.fmean(verdict.timed_runs)
         if inaccurate:
             raise inaccurate
@@ -322,6 +348,40 @@ class _Judge:
         else:
             gates.time_gate(verdict.t_agent, self.thresholds.tau_time)
 
+    def _timed_runs(self, done: Execution, verdict: Verdict, accurate: bool) -> None:
+        """Each timed run's outputs through gates 1 and 2 as the gated run's went: F-Exec
+        for outputs that break the contract, F-Acc for an error over tau_acc where the
+        gated run's was under it, the run named in the reason. Records each run's error,
+        the largest difference from the gated run's solution and the cores used."""
+        names = self.record.case_spec.output.arrays
+        norm = verdict.reference_norm or 1.0
+        for number, output in enumerate(done.timed_outputs, 1):
+            if output.cpu_sec is not None and done.timed_runs[number - 1] > 0:
+                window = done.timed_runs[number - 1]
+                verdict.cores_used = max(verdict.cores_used or 0.0, output.cpu_sec / window)
+                if output.cpu_sec > CORES_FLAG * window + CORES_SLACK_SEC and not verdict.flags:
+                    verdict.flags.append(f"timed run {number} used {output.cpu_sec / window:.2f} cores over its "
+                                         f"window (more than {CORES_FLAG})")
+            if output.solution is None:  # byte for byte the gated run's
+                verdict.timed_errors.append(verdict.error)
+                verdict.run_difference = max(verdict.run_difference or 0.0, 0.0)
+                continue
+            try:
+                solution = gates.read_solution(output.solution, names, self.grid.axis_names, self.grid.shape,
+                                               self.valid)
+            except gates.GateFailure as failure:
+                raise gates.exec_failure(f"timed run {number}: {failure.reason}") from None
+            error = metrics.relative_l2_error(solution, self.reference, self.valid)
+            verdict.timed_errors.append(error)
+            difference = float(np.linalg.norm((solution - self.gated_solution)[self.valid])) / norm
+            verdict.run_difference = max(verdict.run_difference or 0.0, difference)
+            if accurate and not self.settings.calibrate:
+                try:
+                    gates.accuracy_gate(error, self.thresholds.tau_acc)
+                except gates.GateFailure as failure:
+                    raise gates.GateFailure("F-Acc", f"timed run {number}: {failure.reason} (the gated run's "
+                                                     f"{verdict.error:.2e})") from None
+
     def _gated_run(self, done: Execution, verdict: Verdict, item_dir: Path | None) -> gates.GateFailure | None:
         """Gates 1 (execution and output format) and 2 (accuracy) on the gated run: raises a
         failure that ends the item, returns a near miss's (the timed runs still follow)."""
@@ -331,6 +391,7 @@ class _Judge:
         verdict.solver_info = json.loads(done.meta).get("solver_info") or {}
         names = self.record.case_spec.output.arrays
         solution = gates.read_solution(done.solution, names, self.grid.axis_names, self.grid.shape, self.valid)
+        self.gated_solution = solution
         if item_dir is not None:
             (item_dir / "solution.npz").write_bytes(done.solution)
             (item_dir / "meta.json").write_bytes(done.meta)

@@ -21,9 +21,10 @@ from typing import Callable
 from . import gates
 from .calibration import machine_key
 from .grid import EvalGrid
-from .kernel_cache import Harvest, KernelCache, run_cache_folder
+from .kernel_cache import Harvest, KernelCache
 from .libraries import detect_runtime, get_track
-from .sandbox import Limits, get_backend
+from .run_folders import Scratch, freeze_tree, remove_tree
+from .sandbox import RUNNER, Limits, get_backend
 from .submissions import Submission
 
 # written beside case_spec.json in calibration runs only: the oracle's calibration settings
@@ -59,6 +60,15 @@ class RunTask:
 
 
 @dataclass
+class RunOutputs:
+    """What a timed run left, read by the rules of the gated run's outputs; judged too."""
+
+    solution: bytes | None  # None: byte for byte the gated run's solution
+    meta: bytes
+    cpu_sec: float | None = None  # CPU time of the run's processes over its timed window
+
+
+@dataclass
 class Execution:
     """What the runs of one task produced; judged by the gates."""
 
@@ -79,6 +89,7 @@ class Execution:
     output_failure: str | None = None  # the gated run's files break the output contract (F-Exec)
     timed: bool = False  # the timed runs were asked for
     timed_runs: list[float] = field(default_factory=list)
+    timed_outputs: list[RunOutputs] = field(default_factory=list)  # one per timed run, in order
     timed_failure: str | None = None
     host: str = field(default_factory=socket.gethostname)
     machine: str = field(default_factory=machine_key)  # the kind of machine that timed it (calibration.py)
@@ -92,21 +103,40 @@ class Execution:
 
     def without_timing(self) -> "Execution":
         """The same execution as if the timed runs had not been asked for."""
-        self.timed, self.timed_runs, self.timed_failure = False, [], None
+        self.timed, self.timed_runs, self.timed_outputs, self.timed_failure = False, [], [], None
         return self
 
 
 class ItemRun:
-    """The runs of one submission on one case in ``workspace``, sharing a compile cache."""
+    """The runs of one submission on one case, sharing a compile cache.
+
+    Every run sees the same thing: its working folder is ``/sandbox/work`` bound from
+    the same host folder (``<scratch>/work``, made anew before each run at the same path,
+    in a scratch folder of a random name outside the item's audit folder), its cache
+    folder likewise, the inputs and every folder the harness provides with the same
+    times (``freeze_tree``). No bind source, path, variable or time names the item, the
+    case, the submission or the run's number; the gated run and a timed run cannot tell
+    each other apart from what the harness shows them (tests/test_redteam.py compares
+    them). What they can differ in is what the kernel store holds: the kernels the gated
+    run compiled, which is what the store is for; every run's outputs are judged, so a
+    run that knew it was timed would gain nothing."""
 
     def __init__(self, task: RunTask, workspace: Path):
         self.task, self.workspace = task, workspace
         self.track = get_track(task.library)
         self.runtime = detect_runtime(task.library, task.sandbox, task.image)
         self.backend = get_backend(task.sandbox)
-        store = self.track.kernel_store(self.runtime, task.submission.fingerprint) or workspace / ".kernels"
-        self.kernels = KernelCache(store, self.track.kernel_rules)
-        self.kernels.store.mkdir(parents=True, exist_ok=True)  # in the workspace, or a track's persistent one
+        self._scratch = Scratch()
+        self.scratch = self._scratch.path
+        self.work, self.cache, self.tmp = self.scratch / "work", self.scratch / "cache", self.scratch / "tmp"
+        self.harness = self.scratch / "harness"  # runner.py, as every run sees it
+        self.harness.mkdir()
+        shutil.copy(RUNNER, self.harness / RUNNER.name)
+        freeze_tree(self.harness)
+        store = self.track.kernel_store(self.runtime, task.submission.fingerprint) or self.scratch / "kernels"
+        self.kernels = KernelCache(store, self.track.kernel_rules, self.track.kernel_files_per_run,
+                                   self.track.kernel_bytes_per_run)
+        self.kernels.store.mkdir(parents=True, exist_ok=True)  # in the scratch folder, or a track's persistent one
         self.count = 0
         self.executable: Path | None = None
         self.harvest: Harvest | None = None
@@ -122,7 +152,7 @@ class ItemRun:
 
     def build(self):
         """Compile once per item, in the sandbox, for tracks that have a build step."""
-        build_dir = self.workspace / ".build"
+        build_dir = self.scratch / "build"
         build_dir.mkdir()
         submission = self.task.submission
         for name, content in submission.files.items():
@@ -133,39 +163,61 @@ class ItemRun:
             self.executable = result.executable
         return result
 
+    def _fresh(self, folder: Path) -> None:
+        """An empty ``folder`` at the same path: the last run's goes to the trash first."""
+        if folder.exists():
+            folder.rename(self.scratch / f"trash-{self.count}-{folder.name}")
+        folder.mkdir()
+
     def run(self, harvest_kernels: bool = False):
-        """One fresh run: its own working folder, and a cache folder holding only the stored
-        kernels (read-only). With ``harvest_kernels`` the kernels it compiled are kept for
-        later runs; anything else it wrote is gone with its folders. Returns (RunResult,
-        its working directory)."""
+        """One fresh run: an empty working folder with the inputs, and a cache folder
+        holding only the stored kernels (read-only). With ``harvest_kernels`` the kernels
+        it compiled are kept for later runs; anything else it wrote is gone with its
+        folders. Returns (RunResult, its working directory, read until the next run)."""
         self.count += 1
-        workdir = self.workspace / ".work" / str(self.count)
-        workdir.mkdir(parents=True)
-        cache = run_cache_folder(self.workspace / ".cache" / str(self.count))
-        self._write_inputs(workdir)
-        request = self.track.run_request(self.runtime, self.task.submission.solver_name, workdir, cache,
+        for folder in (self.work, self.cache, self.tmp):
+            self._fresh(folder)
+        for trash in self.scratch.glob("trash-*"):
+            remove_tree(trash)
+        self._write_inputs(self.work)
+        request = self.track.run_request(self.runtime, self.task.submission.solver_name, self.work, self.cache,
                                          self.task.limits)
-        request.kernels = self.kernels.store
+        request.kernels, request.item = self.kernels.store, str(self.workspace)
+        request.tmp_dir, request.harness_dir = self.tmp, self.harness
         if self.task.runner == "warm":
             request.warm = self.track.warm_spec(self.task.submission.solver_name)
-        try:
-            self.kernels.prepare(cache, self.backend.paths(request)["kernels"])
-            result = self.backend.run(request)
-            if harvest_kernels:
-                self.harvest = self.kernels.harvest(cache)
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-        return result, workdir
+        self.kernels.prepare(self.cache, self.backend.paths(request)["kernels"])
+        for folder in (self.work, self.cache, self.tmp):
+            freeze_tree(folder)
+        result = self.backend.run(request)
+        if harvest_kernels:
+            self.harvest = self.kernels.harvest(self.cache)
+        return result, self.work
 
     def cleanup(self) -> None:
-        for scratch in (".work", ".build", ".cache", ".kernels"):
-            shutil.rmtree(self.workspace / scratch, ignore_errors=True)
+        self._scratch.remove()
+
+
+def read_outputs(task: RunTask, track, workdir: Path) -> tuple[bytes, bytes]:
+    """(solution.npz, meta.json) of a run as the gates read them; GateFailure if they break
+    the output contract. Read once, as regular files of the run folder: the audit copy is
+    those bytes."""
+    solution = gates.read_solution_file(workdir, list(task.output_names), task.grid, track.binary_outputs)
+    return solution, gates.read_meta(workdir)[1]
+
+
+def unreadable(failure: Exception) -> str:
+    """Why a run's outputs cannot be judged: the gate's reason, or what a reader raised."""
+    if isinstance(failure, gates.GateFailure):
+        return failure.reason
+    return f"the outputs could not be read ({type(failure).__name__}: {str(failure)[:200]})"
 
 
 def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool] | None = None) -> Execution:
     """The build, the gated run and, if its outputs are well formed and ``time_it`` agrees
-    (None: always), ``task.runs`` timed runs, in scratch folders under ``workspace``
-    (removed at the end). Raises RuntimeMissing and SandboxError (not the solver's fault)."""
+    (None: always), ``task.runs`` timed runs, in a scratch folder (removed at the end).
+    Every timed run's outputs are read as the gated run's are, for the gates to judge.
+    Raises RuntimeMissing and SandboxError (not the solver's fault)."""
     runs = ItemRun(task, workspace)
     done = Execution(runtime_version=runs.runtime.version, runtime_image=runs.runtime.image)
     try:
@@ -181,24 +233,28 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
         done.run_failure = result.failure_reason()
         if done.run_failure:
             return done
-        # outputs are read once, as regular files of the run folder; the audit copy is those bytes
         try:
-            done.solution = gates.read_solution_file(workdir, list(task.output_names), task.grid,
-                                                     runs.track.binary_outputs)
-            done.meta = gates.read_meta(workdir)[1]
-        except gates.GateFailure as failure:
-            done.output_failure = failure.reason
+            done.solution, done.meta = read_outputs(task, runs.track, workdir)
+        except Exception as failure:  # noqa: BLE001 - whatever a reader raises, the item keeps a verdict
+            done.output_failure = unreadable(failure)
             return done
         if time_it is not None and not time_it(done):
             return done
         done.timed = True
-        for index in range(task.runs):
-            timed, _ = runs.run()
+        for number in range(1, task.runs + 1):
+            timed, workdir = runs.run()
             failure = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
             if failure:
-                done.timed_failure = f"timed run {index + 1} failed: {failure}"
+                done.timed_failure = f"timed run {number} failed: {failure}"
+                break
+            try:
+                solution, meta = read_outputs(task, runs.track, workdir)
+            except Exception as failure:  # noqa: BLE001 - as the gated run's
+                done.timed_failure = f"timed run {number}: {unreadable(failure)}"
                 break
             done.timed_runs.append(timed.solve_sec)
+            done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta,
+                                                 timed.cpu_sec))
         return done
     finally:
         runs.cleanup()

@@ -11,14 +11,19 @@ runs), so the cache a run sees is built by the harness:
   store, which the sandbox mounts read-only (``{kernels}``).
 * After the gated run of an item, files that run wrote into its cache folder are
   *harvested* into the store only if the track's ``KernelRule``s recognise them: a form
-  compiler's file name, and the right type (a whole ELF shared object under a size cap;
-  a marker or source whose content is not needed, stored empty; a pickle of the form
-  compiler's own classes, checked without unpickling). Everything else is dropped.
+  compiler's file name, and the right type (a whole ELF shared object, every byte of it
+  in a section or the zero padding between them, under a size cap; a marker or source
+  whose content is not needed, stored empty and only beside a library of the same
+  module, so that names alone carry nothing; a pickle of the form compiler's own
+  classes, checked without unpickling). A run adds at most a track's number of files
+  and bytes. Everything else is dropped and listed.
 * The timed runs see the store as it then is; what they write is discarded.
 
 What a kept kernel can still carry is what such a file can hold: a submission that
 compiles its own library, or builds the form compiler's own objects around its data,
-under a form compiler's file name could hide data in it. The README's threat model says
+under a form compiler's file name could hide data in its sections, within the per-run
+caps. Every run's outputs are judged (``execution.py``), so such data could make a
+timed run quicker only by being the answer of the case. The README's threat model says
 so.
 """
 
@@ -33,6 +38,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .run_folders import freeze
+
 ELF_MAGIC = b"\x7fELF"
 ET_DYN = 3
 INCOMING_PREFIX = ".incoming-"  # a harvest in progress (or interrupted): never linked
@@ -44,7 +51,9 @@ class KernelRule:
     cache folder, and how the file is kept:
 
     * ``elf``: a whole ELF shared object, copied;
-    * ``empty``: a marker or source file whose presence is what counts, stored empty;
+    * ``empty``: a marker or source file whose presence is what counts, stored empty, and
+      only beside an ``elf`` kernel of the same ``module`` (the pattern's named group):
+      an empty file's name is all it holds, and names must not carry data;
     * ``pickle``: a pickle stream (never unpickled here) whose first class is one of
       ``pickle_top`` (none: the stream is a single string) and whose every class comes
       from a module under ``pickle_roots``; copied.
@@ -58,6 +67,11 @@ class KernelRule:
 
     def matches(self, relative: str) -> bool:
         return re.fullmatch(self.pattern, relative) is not None
+
+    def module(self, relative: str) -> str | None:
+        """The kernel module a file belongs to (the ``module`` group), if the pattern names one."""
+        found = re.fullmatch(self.pattern, relative)
+        return found.groupdict().get("module") if found else None
 
     def accepts(self, content: bytes) -> bool:
         if len(content) > self.max_bytes:
@@ -130,17 +144,36 @@ def _rule_for(rules: tuple[KernelRule, ...], relative: str) -> KernelRule | None
     return next((rule for rule in rules if rule.matches(relative)), None)
 
 
+SHT_NOBITS = 8  # a section with no bytes in the file (.bss)
+
+
 def is_shared_object(content: bytes) -> bool:
-    """A whole ELF64 shared object as a compiler writes it: the header says so, and the
-    section header table ends the file (bytes put before or after a library, or a file
-    that only starts with the magic, do not pass)."""
+    """A whole ELF64 shared object as a compiler writes it: the header says so, the section
+    header table ends the file, and every byte lies in the header, a header table or a
+    section, or is zero padding between them (a payload put before, after or between a
+    library's parts, or a file that only starts with the magic, does not pass)."""
     if len(content) < 64 or not content.startswith(ELF_MAGIC) or content[4] != 2 or content[5] != 1:
         return False  # not ELF, not 64-bit, not little-endian
     e_type, = struct.unpack_from("<H", content, 16)
-    e_shoff, = struct.unpack_from("<Q", content, 40)
+    e_phoff, e_shoff = struct.unpack_from("<QQ", content, 32)
     e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from("<HHHHH", content, 52)
-    return (e_type == ET_DYN and e_ehsize == 64 and e_shentsize == 64 and e_shnum > 0
-            and e_shoff + e_shnum * e_shentsize == len(content))
+    if not (e_type == ET_DYN and e_ehsize == 64 and e_shentsize == 64 and e_shnum > 0 and e_phentsize == 56
+            and e_phnum > 0 and e_shoff + e_shnum * e_shentsize == len(content)):
+        return False
+    parts = [(0, 64), (e_phoff, e_phoff + e_phnum * e_phentsize), (e_shoff, len(content))]
+    for index in range(e_shnum):
+        kind, = struct.unpack_from("<I", content, e_shoff + index * 64 + 4)
+        offset, size = struct.unpack_from("<QQ", content, e_shoff + index * 64 + 24)
+        if kind != SHT_NOBITS and size:
+            parts.append((offset, offset + size))
+    covered = 0  # the end of the bytes accounted for so far
+    for start, end in sorted(parts):
+        if end > len(content):
+            return False
+        if start > covered and content[covered:start].strip(b"\0"):
+            return False  # bytes in no part that are not padding
+        covered = max(covered, end)
+    return covered == len(content)
 
 
 def _open_regular(path: Path, max_bytes: int) -> int | None:
@@ -156,23 +189,31 @@ def _open_regular(path: Path, max_bytes: int) -> int | None:
     return None
 
 
-def run_cache_folder(fallback: Path) -> Path:
-    """A new, empty folder for one run's cache: on tmpfs (/dev/shm) where there is one,
-    since a store of thousands of kernels means thousands of links per run, 75x faster to
-    make there than on this machine's disk; else ``fallback``."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        return Path(tempfile.mkdtemp(prefix="pytest-pdebench-cache-", dir=shm))
-    fallback.mkdir(parents=True)
-    return fallback
-
-
 class KernelCache:
     """The kernel store of one submission on one runtime (or of one item), and the
-    per-run cache folders made from it."""
+    per-run cache folders made from it. ``max_files`` and ``max_bytes``: what one run may
+    add to the store at most (the track's ``kernel_files_per_run``, ``kernel_bytes_per_run``)."""
 
-    def __init__(self, store: Path, rules: tuple[KernelRule, ...]):
+    def __init__(self, store: Path, rules: tuple[KernelRule, ...], max_files: int = 64, max_bytes: int = 32 << 20):
         self.store, self.rules = Path(store), rules
+        self.max_files, self.max_bytes = max_files, max_bytes
+
+    def _stored_modules(self) -> set[str]:
+        """The modules that have an ``elf`` kernel in the store."""
+        modules = set()
+        store = str(self.store)
+        for folder, subfolders, files in os.walk(store):
+            relative_folder = os.path.relpath(folder, store)
+            relative_folder = "" if relative_folder == "." else relative_folder + "/"
+            for name in files:
+                rule = _rule_for(self.rules, relative_folder + name)
+                if rule is not None and rule.keep == "elf" and rule.module(relative_folder + name):
+                    modules.add(rule.module(relative_folder + name))
+        return modules
+
+    def _companion_missing(self, rule: KernelRule, relative: str, modules: set[str]) -> bool:
+        """A marker whose module has no library: its name would be all it carries."""
+        return rule.keep == "empty" and rule.module(relative) not in modules
 
     def prepare(self, run_cache: Path, store_seen_as: str) -> None:
         """An empty ``run_cache`` holding a link to every stored kernel, each pointing at
@@ -180,21 +221,26 @@ class KernelCache:
         rather than Path objects: a store may hold thousands of files."""
         os.makedirs(run_cache, exist_ok=True)
         store = str(self.store)
+        modules = self._stored_modules() if any(rule.keep == "empty" for rule in self.rules) else set()
         for folder, subfolders, files in os.walk(store):
             relative_folder = os.path.relpath(folder, store)
             relative_folder = "" if relative_folder == "." else relative_folder + "/"
             if relative_folder:
                 os.makedirs(f"{run_cache}/{relative_folder}", exist_ok=True)
             for name in files:  # only what the rules admit, should a store hold anything else
-                if not name.startswith(INCOMING_PREFIX) and _rule_for(self.rules, relative_folder + name):
+                rule = None if name.startswith(INCOMING_PREFIX) else _rule_for(self.rules, relative_folder + name)
+                if rule is not None and not self._companion_missing(rule, relative_folder + name, modules):
                     os.symlink(f"{store_seen_as}/{relative_folder}{name}", f"{run_cache}/{relative_folder}{name}")
 
     def harvest(self, run_cache: Path) -> Harvest:
-        """Copy the kernels a run compiled into the store; drop everything else."""
+        """Copy the kernels a run compiled into the store, libraries and pickles first,
+        then the markers of the modules that have a library; at most ``max_files`` files
+        and ``max_bytes`` bytes. Drop everything else, and say so."""
         harvest = Harvest()
+        accepted: list[tuple[str, KernelRule, bytes]] = []
         root = str(run_cache)
         for folder, subfolders, files in os.walk(root):  # os.walk does not follow links
-            for name in files:
+            for name in sorted(files):
                 path = os.path.join(folder, name)
                 if stat.S_ISLNK(os.lstat(path).st_mode):
                     continue  # a stored kernel, or a link the run made: never followed
@@ -206,20 +252,42 @@ class KernelCache:
                     continue
                 with os.fdopen(fd, "rb") as source:
                     content = source.read(rule.max_bytes + 1) if rule.keep != "empty" else b""
-                if not rule.accepts(content):
+                if rule.accepts(content):
+                    accepted.append((relative, rule, content))
+                else:
                     harvest.note_drop(relative)
-                    continue
-                self._store(relative, content)
+        modules = {rule.module(relative) for relative, rule, _ in accepted if rule.keep == "elf"}
+        if any(rule.keep == "empty" for _, rule, _ in accepted):
+            modules |= self._stored_modules()
+        files, size = 0, 0
+        for relative, rule, content in sorted(accepted, key=lambda entry: (entry[1].keep == "empty", entry[0])):
+            if self._companion_missing(rule, relative, modules):
+                harvest.note_drop(relative)
+                continue
+            if files + 1 > self.max_files or size + len(content) > self.max_bytes:
+                harvest.note_drop(f"{relative} (over the {self.max_files} files, {self.max_bytes >> 20} MB "
+                                  "a run may add)")
+                continue
+            if self._store(relative, content):
+                files, size = files + 1, size + len(content)
                 harvest.kept += 1
         return harvest
 
-    def _store(self, relative: str, content: bytes) -> None:
+    def _store(self, relative: str, content: bytes) -> bool:
+        """Keep one kernel (False: the store has it already). Its time and its folders'
+        are FROZEN_TIME: a later run cannot tell when it came (run_folders.py)."""
         target = self.store / relative
         if target.exists():
-            return  # first writer wins: a stored kernel is never replaced by a run
+            return False  # first writer wins: a stored kernel is never replaced by a run
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=INCOMING_PREFIX)
         with os.fdopen(handle, "wb") as out:
             out.write(content)
         os.chmod(temporary, 0o644)
+        freeze(temporary)
         os.replace(temporary, target)
+        folder = target.parent
+        while folder != self.store.parent:
+            freeze(folder)
+            folder = folder.parent
+        return True

@@ -257,16 +257,18 @@ def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: flo
     return tmp_path / "cases.jsonl", folder.parent
 
 
-def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900):
+def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900,
+              launcher: tuple[str, ...] = ()):
     """pytest in a subprocess over a case file and a solver folder on one track, with a
-    JSON report; returns (completed process, case_id -> verdict)."""
+    JSON report; returns (completed process, case_id -> verdict). ``launcher``: the
+    command that starts Python instead of sys.executable (it gets ``-m pytest ...``)."""
     import subprocess
     import sys
 
     report = tmp_path / f"report-{library}.json"
     if not any(arg.startswith("--pde-runs") for arg in extra):
         extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
+    done = subprocess.run([*(launcher or [sys.executable]), "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
                            f"--pde-cases={cases}", f"--pde-submissions={submissions}",
                            f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
                            *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)

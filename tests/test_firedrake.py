@@ -36,7 +36,7 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
     """No network (not even the host's loopback), no evaluator-only file, and the kernel
     cache of a submission outlives its item."""
     from pytest_pdebench.libraries import detect_runtime
-    from pytest_pdebench.libraries import kernel_store_root
+    from pytest_pdebench.libraries import kernel_store_root, store_name
     from pytest_pdebench.submissions import DirectorySource
     from pytest_pdebench.cases import CaseRecord
 
@@ -61,7 +61,7 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
     assert outcomes["toy_kernels"]["outcome"] == "PASS", (outcomes["toy_kernels"]["reason"], done.stdout[-2000:])
     record = CaseRecord.model_validate(record_dict(new_id="toy_kernels", nx=20, ny=20))
     submission = DirectorySource(submissions).submission_for(record, "firedrake", (".py",))
-    kernels = kernel_store_root("firedrake", detect_runtime("firedrake")) / submission.fingerprint
+    kernels = kernel_store_root("firedrake", detect_runtime("firedrake")) / store_name(submission.fingerprint)
     assert kernels.is_dir() and any(kernels.rglob("*.so")), "no kernels kept for the submission"
     from pytest_pdebench.libraries.firedrake import KERNEL_RULES
 

@@ -349,3 +349,292 @@ def test_an_npz_is_read_from_its_bytes(tmp_path):
     np.savez(buffer, u=np.ones((3, 4)), x=x, y=y)
     solution = read_solution(buffer.getvalue(), ["u"], ("x", "y"), (3, 4), np.ones((3, 4), bool))
     assert solution.shape == (3, 4, 1)
+
+
+# --- runs that try to tell which run they are, to carry data between runs, or to leave
+# the results (issue 37). Each gets the honest verdict: F-Time for the slow honest work
+# the time gate was meant to see, F-Acc where a timed run did less, F-Exec where the
+# outputs break a reader.
+
+EXPLOIT_PRELUDE = PROBE_PRELUDE + textwrap.dedent('''
+    import ctypes
+    import struct
+    import subprocess
+
+    CACHE = os.environ.get("XDG_CACHE_HOME", "/sandbox/cache")
+    LIBC = ctypes.CDLL(None, use_errno=True)
+
+    def honest(case_spec):
+        time.sleep(2.0)
+        x, y, u = grid(case_spec)
+        write(u, x, y)
+
+    def dishonest(case_spec):
+        x, y, u = grid(case_spec)
+        write(0 * u, x, y)
+
+    def run_number():
+        """The N of <item>/.work/N, where a bind source shows it; None elsewhere."""
+        for line in open("/proc/self/mountinfo"):
+            fields = line.split()
+            if fields[4] == "/sandbox/work" and "/.work/" in fields[3]:
+                return int(fields[3].rsplit("/", 1)[1])
+        return None
+
+    def answer_bytes(case_spec):
+        return grid(case_spec)[2].astype(np.float32).tobytes()
+
+    def from_answer(case_spec, raw):
+        x, y, u = grid(case_spec)
+        write(np.frombuffer(raw, np.float32).reshape(u.shape).astype(float), x, y)
+
+    def fake_library(payload):
+        """An ELF header that says 'shared object', a payload, one empty section header."""
+        header = bytearray(64)
+        header[:7] = b"\\x7fELF\\x02\\x01\\x01"
+        struct.pack_into("<H", header, 16, 3)
+        struct.pack_into("<Q", header, 40, 64 + len(payload))
+        struct.pack_into("<HHHHH", header, 52, 64, 0, 0, 64, 1)
+        return bytes(header) + payload + bytes(64)
+
+    FFCX = CACHE + "/fenics/libffcx_forms_"
+    SO = ".cpython-312-x86_64-linux-gnu.so"
+''')
+
+
+def exploit_probes() -> dict[str, tuple[str, str, str]]:
+    """case id -> (expected outcome, words of the reason, body of solve(case_spec))."""
+    return {
+        # 1. a run tells the gated run from the timed ones, and does the work only when judged
+        "skip_by_mountinfo": ("F-Time", "> tau_time", textwrap.dedent("""\
+            n = run_number()
+            (honest if n is None or n == 1 else dishonest)(case_spec)""")),
+        "skip_by_store_marker": ("F-Time", "> tau_time", textwrap.dedent("""\
+            marker = FFCX + "ee" * 20 + ".c"
+            if os.path.lexists(marker):
+                return dishonest(case_spec)
+            os.makedirs(os.path.dirname(marker), exist_ok=True)
+            open(marker, "w").close()
+            honest(case_spec)""")),
+        # a kernel the form compiler could have made (cc, FFCx's name): kept, and the timed
+        # runs that find it do less; judged, they fail
+        "skip_by_store_library": ("F-Acc", "timed run 1: rel. L2 error", textwrap.dedent("""\
+            library = FFCX + "dd" * 20 + SO
+            if os.path.lexists(library):
+                return dishonest(case_spec)
+            os.makedirs(os.path.dirname(library), exist_ok=True)
+            open("k.c", "w").write("int pdebench_kernel(void) { return 1; }\\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", library, "k.c"], check=True)
+            open(FFCX + "dd" * 20 + ".c", "w").close()
+            honest(case_spec)""")),
+        # 2. the answer in kernel-store names, and in a hand-made 'library'
+        "answer_in_kernel_names": ("F-Time", "> tau_time", textwrap.dedent("""\
+            folder = os.path.dirname(FFCX)
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".c")) if os.path.isdir(folder) else []
+            chunks = [bytes.fromhex(n[len("libffcx_forms_"):-2])[2:] for n in names]
+            raw = b"".join(chunks)
+            if len(raw) >= len(answer_bytes(case_spec)):
+                return from_answer(case_spec, raw[:len(answer_bytes(case_spec))])
+            raw = answer_bytes(case_spec)
+            os.makedirs(folder, exist_ok=True)
+            for index in range(0, len(raw), 18):
+                chunk = raw[index:index + 18].ljust(18, b"\\0")
+                open(FFCX + (struct.pack(">H", index // 18) + chunk).hex() + ".c", "w").close()
+            honest(case_spec)""")),
+        "answer_in_fake_library": ("F-Time", "> tau_time", textwrap.dedent("""\
+            library = FFCX + "cc" * 20 + SO
+            size = len(answer_bytes(case_spec))
+            if os.path.exists(library):
+                return from_answer(case_spec, open(library, "rb").read()[64:64 + size])
+            os.makedirs(os.path.dirname(library), exist_ok=True)
+            open(library, "wb").write(fake_library(answer_bytes(case_spec)))
+            honest(case_spec)""")),
+        # 3. outputs that broke a reader, and the item left the results
+        "deep_meta": ("F-Exec", "meta.json", textwrap.dedent("""\
+            x, y, u = grid(case_spec)
+            write(u, x, y, meta=False)
+            open("meta.json", "w").write("[" * 400_000 + "]" * 400_000)""")),
+        "encrypted_npz": ("F-Exec", "solution.npz", textwrap.dedent("""\
+            x, y, u = grid(case_spec)
+            write(u, x, y)
+            data = bytearray(open("solution.npz", "rb").read())
+            for signature, flags in ((b"PK\\x03\\x04", 6), (b"PK\\x01\\x02", 8)):
+                at = data.find(signature)
+                while at >= 0:
+                    data[at + flags] |= 1  # 'encrypted'
+                    at = data.find(signature, at + 4)
+            open("solution.npz", "wb").write(bytes(data))""")),
+        # 4. the session keyring as a memo between runs
+        "keyring_memo": ("F-Time", "> tau_time", textwrap.dedent("""\
+            key = LIBC.syscall(250, 10, ctypes.c_long(-3), b"user", b"pdebench-memo", 0)  # KEYCTL_SEARCH
+            if key > 0:
+                buffer = ctypes.create_string_buffer(1 << 16)
+                size = LIBC.syscall(250, 11, ctypes.c_long(key), buffer, 1 << 16)  # KEYCTL_READ
+                if size == len(answer_bytes(case_spec)):
+                    return from_answer(case_spec, buffer.raw[:size])
+            raw = answer_bytes(case_spec)
+            LIBC.syscall(248, b"user", b"pdebench-memo", raw, len(raw), ctypes.c_long(-3))  # add_key
+            honest(case_spec)""")),
+        # 6. the neighbour's core
+        "affinity_widen": ("PASS", "", textwrap.dedent("""\
+            try:
+                os.sched_setaffinity(0, range(os.cpu_count()))
+                widened = "widened"
+            except OSError as exc:
+                widened = type(exc).__name__
+            x, y, u = grid(case_spec)
+            np.savez("solution.npz", u=u, x=x, y=y)
+            json.dump({"wall_time_sec": 0.01, "status": "success",
+                       "solver_info": {"widen": widened, "cores": len(os.sched_getaffinity(0))}},
+                      open("meta.json", "w"))""")),
+    }
+
+
+TWO_CORES = textwrap.dedent("""\
+    def spin(seconds):  # of this process's CPU time
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+    child = os.fork()
+    if child == 0:
+        spin(0.6)
+        os._exit(0)
+    spin(0.6)
+    os.waitpid(child, 0)
+    x, y, u = grid(case_spec)
+    write(u, x, y)""")
+
+# joins a session keyring of its own, then runs Python with the rest of its arguments: the
+# harness holds a keyring, as under ssh/PAM, a systemd service or a Slurm job
+KEYRING_LAUNCHER = ("import ctypes, os, sys; "
+                    "assert ctypes.CDLL(None).syscall(250, 1, b'pdebench-harness-session') > 0; "
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
+def exploit_solvers(probes: dict) -> dict[str, str]:
+    return {case_id: EXPLOIT_PRELUDE + "\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") + "\n"
+            for case_id, (_, _, body) in probes.items()}
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("track", ["dolfinx", "dolfinx-cold", "dolfinx-docker"])
+def test_exploits_of_the_harness_get_the_honest_verdict(track, request, tmp_path):
+    """Issue 37's holes, tried as an exploit would, from a harness that holds a session
+    keyring, on two pinned workers (three timed runs: each judged)."""
+    import sys
+
+    library, _, sandbox = track.partition("-")
+    machine, backend = None, ["-n", "2"]
+    if sandbox == "cold":
+        backend += ["--pde-runner=cold"]
+    if sandbox == "docker":
+        machine, backend = docker_machine(request.getfixturevalue("dolfinx_image")), ["-n", "2", "--pde-sandbox=docker"]
+    else:
+        request.getfixturevalue("dolfinx_available")
+    probes = exploit_probes()
+    solvers = exploit_solvers(probes)
+    solvers["two_cores"] = exploit_solvers({"two_cores": ("", "", TWO_CORES)})["two_cores"]
+    cases, submissions = toy_cases(tmp_path, library, solvers, E_BASE, T_BASE, NX, NY, machine)
+    calibrations = f"--pde-calibrations={tmp_path / 'calibrations'}"
+    launcher = (sys.executable, "-c", KEYRING_LAUNCHER)
+    done, outcomes = run_track(tmp_path, library, cases, submissions, calibrations, "--pde-runs=3", "-k",
+                               "not two_cores", *backend, launcher=launcher)
+    seen = {case_id: (v["outcome"], v["reason"]) for case_id, v in outcomes.items()}
+    assert sorted(outcomes) == sorted(probes), (seen, done.stdout[-3000:])
+    wrong = {case_id: seen[case_id] for case_id, (outcome, words, _) in probes.items()
+             if seen[case_id][0] != outcome or words not in seen[case_id][1]}
+    assert not wrong, wrong
+    info = outcomes["affinity_widen"]["solver_info"]
+    assert info == {"widen": "PermissionError", "cores": 1}, info
+    assert outcomes["skip_by_store_library"]["timed_errors"][0] > 0.5  # the timed run's zeros
+    assert any("libffcx_forms_" in name for name in outcomes["answer_in_kernel_names"]["cache_dropped"])
+    if sandbox != "docker":  # measured in bubblewrap only
+        assert all(v["cores_used"] < 1.2 for v in outcomes.values() if v["cores_used"] is not None)
+        # one process, not pinned: a solver that works on both cores is flagged
+        done, unpinned = run_track(tmp_path, library, cases, submissions, calibrations, "-k", "two_cores",
+                                   *backend[2:])
+        verdict = unpinned["two_cores"]
+        window = verdict["timed_runs"][0]
+        assert verdict["cores_used"] * window > 1.1, verdict  # both processes' 0.6 s counted
+        if window < 0.9:  # they did run side by side (on a loaded machine they may not)
+            assert verdict["flags"] and "cores over its window" in verdict["flags"][0], verdict
+
+
+VIEW_SOLVER = NUMPY_PRELUDE + textwrap.dedent('''
+    import os
+    import sys
+
+    PROVIDED = ("/sandbox/work", "/sandbox/cache", "/sandbox/kernels", "/sandbox/harness", "/tmp")
+
+    def without_counters(mountinfo):
+        """The mount table less the mount ids and the numbers of anonymous devices (0:N):
+        system-wide counters of the kernel, which depend on what else the machine mounts
+        at that moment, as inode numbers do."""
+        lines = []
+        for line in mountinfo.splitlines():
+            fields = line.split()
+            fields[0] = fields[1] = "#"
+            fields[2] = "0:#" if fields[2].startswith("0:") else fields[2]
+            lines.append(" ".join(fields))
+        return "\\n".join(lines)
+
+    def view():
+        """What this run can see of itself and of what the harness gave it. Not compared:
+        st_ino and st_ctime (the kernel's counter and clock, set by no one) and st_atime
+        (the run's own reads set it)."""
+        stats = {}
+        for top in PROVIDED:
+            for folder, subfolders, files in os.walk(top):
+                for path in [folder] + [os.path.join(folder, name) for name in sorted(files + subfolders)]:
+                    info = os.lstat(path)
+                    stats[path] = [info.st_mode, info.st_nlink, info.st_uid, info.st_gid, info.st_size,
+                                   info.st_mtime_ns, info.st_dev]
+        status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+        return {"mountinfo": without_counters(open("/proc/self/mountinfo").read()),
+                "environ": open("/proc/self/environ").read(),
+                "cwd": os.getcwd(), "argv": sys.argv, "pid": os.getpid(), "ppid": os.getppid(),
+                "cpus": status["Cpus_allowed_list"].strip(), "stats": stats}
+
+    def solve(case_spec):
+        seen = view()  # before this run writes anything
+        x, y, u = grid(case_spec)
+        np.savez("solution.npz", u=u, x=x, y=y)
+        json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"view": seen}}, open("meta.json", "w"))
+''')
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+def test_a_run_cannot_tell_which_run_it_is(runner, dolfinx_available, tmp_path):
+    """The gated run and two timed runs of one item see the same mount table, environment,
+    working folder, and files and folders the harness provides; none names the case, the
+    item's folder or the submission."""
+    from pytest_pdebench.execution import RunTask, execute
+    from pytest_pdebench.sandbox import Limits
+    from pytest_pdebench.submissions import Submission
+
+    case_id = f"view_probe_{uuid.uuid4().hex[:8]}"
+    submission = Submission("view_solver.py", {"view_solver.py": VIEW_SOLVER.encode()}, origin="test")
+    spec = {"case_spec": {"eval_grid": {"nx": NX, "ny": NY, "bbox": [0, 1, 0, 1]}}}
+    task = RunTask("dolfinx", case_id, spec, ("u",), submission, Limits(timeout_sec=120, memory_mb=4096), runs=2,
+                   sandbox="bubblewrap", runner=runner)
+    audit = tmp_path / "out" / "dolfinx" / case_id
+    audit.mkdir(parents=True)
+    done = execute(task, audit)
+    assert done.ran and done.timed_failure is None and len(done.timed_outputs) == 2, (done.stderr, done.timed_failure)
+    views = [json.loads(meta)["solver_info"]["view"] for meta in [done.meta] + [o.meta for o in done.timed_outputs]]
+    for number, timed in enumerate(views[1:], 1):
+        differing = {key: (views[0][key], timed[key]) for key in views[0] if views[0][key] != timed[key]}
+        if "mountinfo" in differing:
+            gated, later = (text.splitlines() for text in differing.pop("mountinfo"))
+            differing["mountinfo"] = [(a, b) for a, b in zip(gated, later) if a != b]
+        if "stats" in differing:
+            gated, later = differing.pop("stats")
+            differing["stats"] = {path: (gated.get(path), later.get(path)) for path in {*gated, *later}
+                                  if gated.get(path) != later.get(path)}
+        assert not differing, (number, differing)
+    seen = json.dumps(views[0])
+    for secret in (case_id, str(tmp_path), submission.fingerprint, "/.work/"):
+        assert secret not in seen, secret
+    assert views[0]["cwd"] == "/sandbox/work" and "case_spec.json" in "".join(views[0]["stats"])
+    assert not list(Path("/dev/shm").glob("pytest-pdebench-*/*/view_solver.py"))  # nothing of the item's left behind

@@ -7,11 +7,15 @@ a FEM library. A missing runtime skips that track's items with an install hint.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,9 +32,31 @@ KEPT_KERNEL_STORES = 256
 
 
 def kernel_store_root(library: str, runtime: Runtime) -> Path:
-    """Where a track's per-submission kernel stores live. ``kernel-stores`` (not the
-    ``kernels`` of earlier versions, whose folders held anything a run wrote: never read)."""
-    return cache_root() / "kernel-stores" / f"{library}-{runtime.key}"
+    """Where a track's per-submission kernel stores live. ``kernel-stores-2``: stores of
+    earlier rules (``kernels``, whose folders held anything a run wrote; ``kernel-stores``,
+    which kept markers without their library) are never read."""
+    return cache_root() / "kernel-stores-2" / f"{library}-{runtime.key}"
+
+
+def store_name(submission_fingerprint: str) -> str:
+    """A store's folder name: HMAC-SHA256 of the fingerprint under a key made once per
+    machine (``<cache>/store-key``, readable by its owner only), so the name tells a run
+    nothing about whose store it is."""
+    key_file = cache_root() / "store-key"
+    if not key_file.exists():
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another worker made it meanwhile
+            pass
+        else:
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(secrets.token_bytes(32))
+    key = key_file.read_bytes()
+    while len(key) < 32:  # written by another worker this very moment
+        time.sleep(0.01)
+        key = key_file.read_bytes()
+    return hmac.new(key, submission_fingerprint.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class RuntimeMissing(RuntimeError):
@@ -80,6 +106,8 @@ class Track:
     # which files of a run's cache folder are compiled kernels (see kernel_cache.py);
     # none: nothing a run writes reaches another run
     kernel_rules: tuple[KernelRule, ...] = ()
+    # what one run may add to the store at most (kernel_cache.KernelCache)
+    kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
 
     # keep a submission's kernels across its items and sessions (a family solver used on
     # 90 cases compiles its forms once); False: one store per item
@@ -91,7 +119,9 @@ class Track:
     def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
         """The persistent kernel store of one submission (hash of its files: never shared
         between submissions) for this runtime version, or None: one store per item. Keeps
-        the KEPT_KERNEL_STORES most recently used."""
+        the KEPT_KERNEL_STORES most recently used. Its folder's name is a keyed hash of the
+        submission's fingerprint (the key is this machine's, ``store_name``): the sandbox's
+        mount table shows the folder, and it must not name the submission."""
         if not self.shares_kernels:
             return None
         folder = kernel_store_root(self.name, runtime)
@@ -99,7 +129,7 @@ class Track:
             kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
             for old in kept[:-KEPT_KERNEL_STORES]:
                 shutil.rmtree(old, ignore_errors=True)
-        path = folder / submission_fingerprint
+        path = folder / store_name(submission_fingerprint)
         if path.is_dir():
             os.utime(path)
         return path

@@ -9,7 +9,7 @@ from . import PythonTrack
 
 # FFCx (XDG_CACHE_HOME/fenics): per form module a shared library, its C source and a
 # build log whose presence says "compiled"; only the library's content is needed
-_FFCX_MODULE = r"fenics/libffcx_(forms|expressions|elements)_[0-9a-f]{40}"
+_FFCX_MODULE = r"(?P<module>fenics/libffcx_(forms|expressions|elements)_[0-9a-f]{40})"
 
 
 class DolfinxTrack(PythonTrack):
@@ -24,6 +24,8 @@ class DolfinxTrack(PythonTrack):
     defer_mpi = True
     kernel_rules = (KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
                     KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"))
+    # measured: a gated run of the oracle adds at most N files, M MB (README, threat model)
+    kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
     shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items
     install_hint = (
         "Install DOLFINx 0.11 into a Python 3.12 environment with "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import resource
 import select
 import shutil
@@ -112,6 +113,12 @@ class RunRequest:
     kernels: Path | None = None  # compiled kernels, mounted read-only (see kernel_cache.py)
     image: str | None = None  # the container backend: the track's image (its runtime)
     warm: WarmSpec | None = None  # the warm runner (warm.py): what the run imports and runs
+    item: str = ""  # the item's audit folder: for the engine's labels, never shown to the run
+    # bubblewrap: a folder to show as /tmp (None: a fresh tmpfs) and one holding runner.py
+    # to show as the harness folder (None: runner.py bound alone); with them the run sees
+    # folders of the harness's making and times (execution.ItemRun), not bubblewrap's
+    tmp_dir: Path | None = None
+    harness_dir: Path | None = None
 
 
 @dataclass
@@ -122,6 +129,9 @@ class RunResult:
     solve_sec: float | None  # from the runner's start marker to process exit
     stdout: str
     stderr: str
+    # CPU seconds of the run's processes over the timed window (the tree's, as reaped, less
+    # what the runner had used at its marker); None where not measured (containers)
+    cpu_sec: float | None = None
 
     @property
     def signal_name(self) -> str | None:
@@ -220,16 +230,35 @@ class _CappedStream(threading.Thread):
 
 
 class _Marker(threading.Thread):
-    """Stamps the moment the runner says the timed window begins."""
+    """Stamps the moment the runner says the timed window begins ("S" and the CPU seconds
+    the run has used by then), and, from a cold run's waiting runner, takes the CPU
+    seconds of the whole run at its end ("E" and the figure; runner.py)."""
 
     def __init__(self, fd: int):
         super().__init__(daemon=True)
-        self.fd, self.time = fd, None
+        self.fd, self.time, self.cpu, self.total = fd, None, None, None
 
     def run(self):
         with os.fdopen(self.fd, "rb", buffering=0) as pipe:
-            if pipe.read(1):
-                self.time = time.perf_counter()
+            received = pipe.read(64)
+            if not received:
+                return
+            self.time = time.perf_counter()
+            while len(received) < 256:  # what an honest runner writes is far shorter
+                more = pipe.read(64)
+                if not more:
+                    break
+                received += more
+        for message in re.findall(rb"([SE])([0-9.]+)", received):
+            kind, figure = message[0], float(message[1])
+            if kind == b"S" and self.cpu is None:
+                self.cpu = figure
+            elif kind == b"E":
+                self.total = figure
+
+    def window_cpu(self, total: float | None) -> float | None:
+        """CPU seconds over the window, from the tree's total at its end."""
+        return None if total is None or self.cpu is None else max(0.0, total - self.cpu)
 
 
 def _wait_for_exit(process: subprocess.Popen, timeout: float) -> bool:
@@ -335,7 +364,8 @@ class Backend:
             thread.join(timeout=10)
         marker.join(timeout=1)
         solve = end - marker.time if marker.time is not None else None
-        result = RunResult(process.returncode, timed_out, end - start, solve, out.text(), err.text())
+        result = RunResult(process.returncode, timed_out, end - start, solve, out.text(), err.text(),
+                           marker.window_cpu(marker.total))
         self.check_started(result)
         return result
 
@@ -376,12 +406,17 @@ class BubblewrapBackend(Backend):
             "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
             "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",  # CPU topology for hwloc
             "--dir", "/sys/class/net",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--proc", "/proc", "--dev", "/dev",
         ]
+        if request.tmp_dir is not None:
+            command += ["--bind", str(request.tmp_dir.resolve()), "/tmp"]
+        else:
+            command += ["--tmpfs", "/tmp"]
         for path in dict.fromkeys(Path(p).resolve() for p in request.read_only):
             command += ["--ro-bind", str(path), str(path)]
         command += [
-            "--ro-bind", str(RUNNER), f"{self.harness}/runner.py",
+            *(["--ro-bind", str(request.harness_dir.resolve()), self.harness] if request.harness_dir is not None
+              else ["--ro-bind", str(RUNNER), f"{self.harness}/runner.py"]),
             "--bind", str(request.workdir.resolve()), self.work,
             "--bind", str(request.cache_dir.resolve()), self.cache,
         ]

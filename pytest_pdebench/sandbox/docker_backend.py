@@ -33,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..run_folders import FROZEN_TIME
 from . import RUNNER, Backend, CappedLog, RunRequest, RunResult, SandboxError, live_run
 
 LABEL = "org.pdebench.run"  # on every container this backend creates: its owner's pid
@@ -109,7 +110,7 @@ def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: i
     read-only folders are root's and mode 0555/0444."""
     def info(arcname: str, kind: bytes, size: int = 0, mode: int = 0o755) -> tarfile.TarInfo:
         entry = tarfile.TarInfo(arcname)
-        entry.type, entry.size, entry.mtime = kind, size, int(time.time())
+        entry.type, entry.size, entry.mtime = kind, size, FROZEN_TIME  # the same in every run
         entry.uid = entry.gid = uid if writable else 0
         entry.mode = mode if writable else mode & 0o555
         return entry
@@ -222,7 +223,9 @@ class DockerBackend(Backend):
                          docker.types.Ulimit(name="fsize", soft=size, hard=size),
                          docker.types.Ulimit(name="core", soft=0, hard=0)],
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
-                labels={LABEL: str(os.getpid()), CASE_LABEL: str(request.workdir)},
+                hostname="sandbox",  # not the container's id: the same in every run
+                cpuset_cpus=_worker_cores(),
+                labels={LABEL: str(os.getpid()), CASE_LABEL: request.item},  # seen by the engine only
                 stdin_open=False, tty=False)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {request.image} is not there: `pdebench containers build`") from None
@@ -236,7 +239,7 @@ class DockerBackend(Backend):
                 _tar_folder(archive, request.kernels, "kernels", 0, writable=False)
                 _tar_folder(archive, None, "harness", 0, writable=False)
                 runner = tarfile.TarInfo("harness/runner.py")
-                runner.size, runner.mode, runner.mtime = RUNNER.stat().st_size, 0o444, int(time.time())
+                runner.size, runner.mode, runner.mtime = RUNNER.stat().st_size, 0o444, FROZEN_TIME
                 with RUNNER.open("rb") as handle:
                     archive.addfile(runner, handle)
             if not _put_archive(container, "/sandbox", buffer.getvalue()):
@@ -349,6 +352,15 @@ def labelled_containers(client, rounds: int = 10) -> list[dict]:
             except docker.errors.APIError:
                 time.sleep(0.1 * attempt)  # a removal still under way elsewhere: let it end
     return client.api.containers(all=True, filters={"label": LABEL})  # the last try: its error stands
+
+
+def _worker_cores() -> str | None:
+    """The cores this process may use, when that is fewer than the machine's (an xdist or
+    cluster worker pinned to one): the container gets them and no others."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    return ",".join(map(str, cores)) if len(cores) < (os.cpu_count() or 1) else None
 
 
 def _alive(pid: int) -> bool:

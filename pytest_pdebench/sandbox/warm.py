@@ -104,7 +104,7 @@ class Zygote:
         """One run: the request, with the run's stdout, stderr and marker pipes."""
         self.count += 1
         try:
-            socket.send_fds(self.channel, [json.dumps({**request, "run": self.count}).encode()], fds)
+            socket.send_fds(self.channel, [json.dumps(request).encode()], fds)
         except OSError as exc:
             raise SandboxError(f"the warm runner is gone: {exc}; {self.output()}") from exc
 
@@ -235,7 +235,8 @@ def run(backend, request: RunRequest) -> RunResult:
     if reply is None:
         raise SandboxError(f"the warm runner died during a run: {zygote.output() or 'no output'}")
     solve = end - marker.time if marker.time is not None else None
-    result = RunResult(reply["returncode"], timed_out, end - start, solve, out.text(), err.text())
+    result = RunResult(reply["returncode"], timed_out, end - start, solve, out.text(), err.text(),
+                       marker.window_cpu(reply.get("cpu_sec")))
     if solve is None and result.stderr.startswith(WARM_FAILURE):
         raise SandboxError(f"{result.stderr.strip()[:500]}; `--pde-runner=cold` starts a fresh interpreter per run "
                            "instead")

@@ -159,7 +159,7 @@ def _joiner(request: dict, fds: list, defer_mpi: bool) -> None:
     """Enter the run's sandbox, fork the solver, leave with its status (never returns)."""
     try:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        _join(request["ns_pid"])
+        _join(request.pop("ns_pid"))  # a host pid, different in every run: the solver must not find it
         solver = os.fork()
     except BaseException as exc:  # noqa: BLE001 - the sandbox's failure, not the run's
         os.write(fds[1], f"PDEBENCH: the warm runner could not start the run: {exc!r}\n".encode())
@@ -187,8 +187,8 @@ def _serve(channel: socket.socket, request: dict, fds: list, defer_mpi: bool) ->
         _joiner(request, fds, defer_mpi)
     for fd in fds:
         os.close(fd)
-    _, status = os.waitpid(joiner, 0)
-    _send(channel, {"run": request.get("run"), "returncode": _exit_status(status)})
+    _, status, usage = os.wait4(joiner, 0)  # its usage holds the solver's, which it reaped
+    _send(channel, {"returncode": _exit_status(status), "cpu_sec": usage.ru_utime + usage.ru_stime})
 
 
 def main() -> None:
@@ -210,6 +210,7 @@ def main() -> None:
             _send(channel, {"ready": False, "error": f"importing {modules} initialised MPI in the zygote"})
             return
     _send(channel, {"ready": True, "preload_sec": time.perf_counter() - started})
+    del started  # nothing in a run's copy of this process tells how long the zygote has served
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(channel, 1 << 20, 3)
@@ -218,10 +219,11 @@ def main() -> None:
         if not message:
             return  # the harness closed its end: the session is over
         request = json.loads(message)
+        del message  # the solver is a fork of this process: it keeps only what it needs
         if len(fds) != 3:
             for fd in fds:
                 os.close(fd)
-            _send(channel, {"run": request.get("run"), "error": "expected the run's stdout, stderr and marker"})
+            _send(channel, {"error": "expected the run's stdout, stderr and marker"})
             continue
         _serve(channel, request, fds, defer_mpi)
 
