@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import NUMPY_PRELUDE, docker_machine, exact_cpp_program, run_track, toy_cases
+from conftest import EXACT_CPP, NUMPY_PRELUDE, docker_machine, exact_cpp_program, run_track, toy_cases
 from pytest_pdebench import kernel_cache
 from pytest_pdebench.gates import GateFailure, read_solution_file
 from pytest_pdebench.grid import EvalGrid
@@ -228,7 +228,23 @@ def cpp_probes(stored: Path) -> dict[str, tuple[str, str, str]]:
             f"  std::filesystem::create_symlink(\"{stored}/solution.npz\", out + \"/solution.npz\");\n"
             f"  std::filesystem::create_symlink(\"{stored}/meta.json\", out + \"/meta.json\");\n"
             "  std::filesystem::create_symlink(\"/dev/zero\", out + \"/solution_grid.bin\");\n  return 0;\n}\n")
-    return {"cpp_link": ("F-Exec", "symbolic link", link), "cpp_memo": ("F-Time", "> tau_time", memo)}
+    # the gated run (N = 1 in <item>/.work/N, where the mount table shows it) does the work
+    # slowly; any other writes zeros at once
+    skip = EXACT_CPP.replace("TOKEN", uuid.uuid4().hex).replace(
+        "  DROP\n",
+        "  std::ifstream mounts(\"/proc/self/mountinfo\");\n"
+        "  int run = 1;\n"
+        "  for (std::string line; std::getline(mounts, line);)\n"
+        "    if (line.find(\" /sandbox/work \") != std::string::npos && line.find(\"/.work/\") != std::string::npos)\n"
+        "      run = std::stoi(line.substr(line.find(\"/.work/\") + 7));\n"
+        "  if (run == 1)\n"
+        "    std::this_thread::sleep_for(std::chrono::seconds(2));\n"
+        "  else\n"
+        "    for (auto &value : u)\n"
+        "      value = 0;\n", 1)
+    skip = "#include <chrono>\n#include <string>\n#include <thread>\n" + skip
+    return {"cpp_link": ("F-Exec", "symbolic link", link), "cpp_memo": ("F-Time", "> tau_time", memo),
+            "cpp_skip_by_mountinfo": ("F-Time", "> tau_time", skip)}
 
 
 @pytest.mark.fem
@@ -512,7 +528,10 @@ KEYRING_LAUNCHER = ("import ctypes, os, sys; "
 
 
 def exploit_solvers(probes: dict) -> dict[str, str]:
-    return {case_id: EXPLOIT_PRELUDE + "\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") + "\n"
+    """Solver files; each test's own (a fresh kernel store: what an earlier test stored
+    would make a gated run the one that finds a planted file)."""
+    fresh = f"# {uuid.uuid4().hex}\n"
+    return {case_id: fresh + EXPLOIT_PRELUDE + "\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") + "\n"
             for case_id, (_, _, body) in probes.items()}
 
 
@@ -549,7 +568,7 @@ def test_exploits_of_the_harness_get_the_honest_verdict(track, request, tmp_path
     assert outcomes["skip_by_store_library"]["timed_errors"][0] > 0.5  # the timed run's zeros
     assert any("libffcx_forms_" in name for name in outcomes["answer_in_kernel_names"]["cache_dropped"])
     if sandbox != "docker":  # measured in bubblewrap only
-        assert all(v["cores_used"] < 1.2 for v in outcomes.values() if v["cores_used"] is not None)
+        assert not [v["flags"] for v in outcomes.values() if v["flags"]]  # one core each: none flagged
         # one process, not pinned: a solver that works on both cores is flagged
         done, unpinned = run_track(tmp_path, library, cases, submissions, calibrations, "-k", "two_cores",
                                    *backend[2:])
