@@ -144,6 +144,17 @@ def test_regate_from_stored_numbers():
     untimed = row_of(verdict("c", "F-Acc", error=3e-3, t_agent=None))
     assert tables.regate(untimed, 50, 3) is None  # accurate then, but never timed
     assert tables.regate(row_of(verdict("d", "F-Exec", error=None, t_agent=None)), 100, 5) == "F-Exec"
+    # every run is judged: a timed run's larger error decides under a looser alpha too
+    timed_worse = row_of(verdict("e", "F-Acc", error=3e-3, t_agent=1.0, timed_errors=[3e-3, 6e-3, 3e-3]))
+    assert tables.regate(timed_worse, 50, 3) == "F-Acc" and tables.regate(timed_worse, 100, 3) == "PASS"
+
+
+def test_flagged_items_have_a_table_of_their_own():
+    rows = [load_row(verdict("a", "PASS")),
+            load_row(verdict("b", "PASS", flags=["timed run 1 used 1.95 cores over its window (more than 1.2)"]))]
+    table = tables.flag_table(rows)
+    assert [row[2:] for row in table.rows] == [["b", "PASS", rows[1]["flags"][0]]]
+    assert tables.flag_table(rows[:1]) is None
 
 
 def load_row(verdict_dict):

@@ -23,7 +23,7 @@ from .runs import ROW_FIELDS, Run
 
 def build_tables(rows: list[dict]) -> list[tables.Table]:
     found = [*tables.family_tables(rows), tables.stage_table(rows), *tables.sensitivity_tables(rows),
-             tables.exec_reason_table(rows), tables.cost_table(rows), *tables.attempt_tables(rows),
+             tables.exec_reason_table(rows), tables.flag_table(rows), tables.cost_table(rows), *tables.attempt_tables(rows),
              tables.template_table(rows), tables.pass_at_k_table(rows), tables.comparison_table(rows)]
     return [table for table in found if table is not None and table.rows]
 

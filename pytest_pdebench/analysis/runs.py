@@ -23,7 +23,7 @@ ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_t
               "exec_category", "source_failure", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
               "alpha_acc", "alpha_time", "tau_min", "tau_max", "attempts", "first_pass_attempt",
               "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "runner", "image",
-              "calibration", "artifacts", "timed_failure")
+              "calibration", "artifacts", "timed_failure", "timed_errors", "flags")
 
 # F-Exec reasons, grouped: the first category whose marker the reason contains (C++
 # compiler messages included: a missing header is an import, an unknown member an API error)
@@ -102,6 +102,7 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "runner": verdict.get("runner") or "cold",  # verdicts from before the warm runner: cold
         "image": verdict.get("runtime_image") or "", "calibration": verdict.get("calibration") or "",
         "artifacts": verdict.get("artifacts", ""), "timed_failure": verdict.get("timed_failure"),
+        "timed_errors": list(verdict.get("timed_errors") or []), "flags": list(verdict.get("flags") or []),
         "no_verdict": bool(verdict.get("no_verdict")),
     }
     for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time"):

@@ -121,6 +121,16 @@ def exec_reason_table(rows: list[dict]) -> Table:
     return Table("exec_reasons", "F-Exec reasons by category", ["system", "library", "F-Exec", *categories], body)
 
 
+def flag_table(rows: list[dict]) -> Table | None:
+    """Items whose verdict carries a flag (a timed run that used more than one core's worth
+    of CPU): the outcome stands, a reader should know."""
+    flagged = [r for r in rows if r.get("flags")]
+    if not flagged:
+        return None
+    return Table("flags", "Flagged items (the outcome stands)", ["system", "library", "case", "outcome", "flag"],
+                 [[r["system"], r["library"], r["case_id"], r["outcome"], "; ".join(r["flags"])] for r in flagged])
+
+
 def cost_table(rows: list[dict]) -> Table | None:
     """Table 10: tokens and cost per system (runs with a model only)."""
     priced = [r for r in rows if r["input_tokens"] is not None]
@@ -267,6 +277,8 @@ def regate(row: dict, alpha_acc: float, alpha_time: float) -> str | None:
         return "F-Exec"
     tau_acc = _tau_acc(row, alpha_acc)
     error = row["error"]
+    if error is not None and row.get("timed_errors"):  # every run is judged: the worst decides
+        error = max([error, *row["timed_errors"]])
     if tau_acc is None or row["t_base"] is None:
         return None
     if error is None or not math.isfinite(error) or error > tau_acc:
