@@ -36,7 +36,7 @@ LEVELS = (0.5, 1.0, 2.0)  # multiples of the oracle's own resolution
 
 
 def error_at(family: str, record, factor: float) -> tuple[float, int]:
-    from pytest_pdebench.build.refinement import run_oracle
+    from pytest_pdebench.authoring.refinement import run_oracle
     from pytest_pdebench.grid import EvalGrid, valid_mask
     from pytest_pdebench.metrics import relative_l2_error
     from pytest_pdebench.reference import reference_fields

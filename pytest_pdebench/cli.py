@@ -47,7 +47,7 @@ def _schema(args) -> int:
 
 
 def _build_starter(args) -> int:
-    from .build.starter import starter_records
+    from .authoring.starter import starter_records
     from .cases import rewrite_case_file
 
     path = Path(args.output)
@@ -146,7 +146,7 @@ def _table(args) -> int:
 def _import_upstream(args) -> int:
     from collections import Counter
 
-    from .build.upstream import import_file, reason_group
+    from .authoring.upstream import import_file, reason_group
     from .cases import rewrite_case_file
 
     source = Path(args.source)
@@ -181,7 +181,7 @@ def _import_upstream(args) -> int:
 
 
 def _build_references(args) -> int:
-    from .build.references import build_reference
+    from .authoring.references import build_reference
     from .cases import iter_case_file, write_case_file
 
     path = Path(args.cases)
@@ -203,7 +203,7 @@ def _build_references(args) -> int:
 
 
 def _build_suite(args) -> int:
-    from .build.suite import suite_records
+    from .authoring.suite import suite_records
     from .cases import rewrite_case_file
 
     def progress(index, total, case_id):
@@ -219,7 +219,7 @@ def _build_suite(args) -> int:
 
 
 def _upstream_pools(upstream: str):
-    from .build.calibration_configs import MissingUpstream, read_distribution
+    from .authoring.calibration_configs import MissingUpstream, read_distribution
 
     try:
         return read_distribution(Path(upstream))
@@ -228,7 +228,7 @@ def _upstream_pools(upstream: str):
 
 
 def _with_calibration_configs(records: list, upstream: str, pools=None) -> list:
-    from .build.calibration_configs import attach
+    from .authoring.calibration_configs import attach
 
     return attach(records, pools or _upstream_pools(upstream))
 
@@ -239,7 +239,7 @@ def _calibration_configs(args) -> int:
     machine's calibration of LIBRARY is at or above REFINE_ABOVE. Imported records keep
     their own settings, and so do settings adjusted by hand or for one library (the reason
     is in the source)."""
-    from .build.calibration_configs import kept_on_redraw
+    from .authoring.calibration_configs import kept_on_redraw
     from .cases import case_files, iter_case_file, write_case_file
 
     def redrawn(record) -> bool:
@@ -263,7 +263,7 @@ def _calibration_configs(args) -> int:
 
 
 def _refine_settings(records: list, library: str, calibrations: Path) -> int:
-    from .build.calibration_configs import REFINE_ABOVE, refined
+    from .authoring.calibration_configs import REFINE_ABOVE, refined
     from .calibration import CalibrationStore, case_fingerprint
 
     entries = CalibrationStore(calibrations).entries(library)
@@ -300,7 +300,7 @@ def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool
     strong oracle's error (stored by `pdebench reference-agreement`) above ANCHOR_ACC_SHARE
     x tau_acc, or a reference LIBRARY's oracle built farther than REFERENCE_AGREEMENT x
     tau_acc from its level 1. ``own``: for LIBRARY only (its strong oracle is weaker than the others')."""
-    from .build.calibration_configs import COARSEN_MARGIN, coarsened
+    from .authoring.calibration_configs import COARSEN_MARGIN, coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
     from .submissions import oracle_fingerprint

@@ -269,7 +269,7 @@ def test_summary_flags_records_the_strong_oracle_does_not_pass_with_room():
 
 
 def test_a_baseline_more_accurate_than_the_strong_oracle_gets_a_coarser_mesh():
-    from pytest_pdebench.build.calibration_configs import COARSEN_CEILING, coarsened
+    from pytest_pdebench.authoring.calibration_configs import COARSEN_CEILING, coarsened
 
     p2 = {"element_degree": 2, "cells_per_side": 240, "solver": "direct"}
     # aimed at the strong oracle's error with e ~ h^4 for P2: 3.5e-6 -> 3.5e-4 is 100x, h x 100^(1/4)

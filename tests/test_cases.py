@@ -5,7 +5,7 @@ import pytest
 
 from conftest import REPO, STARTER, UPSTREAM, record_dict, write_jsonl
 from pytest_pdebench import pdes
-from pytest_pdebench.build.starter import starter_records
+from pytest_pdebench.authoring.starter import starter_records
 from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
 from pytest_pdebench.schema import schema_errors, schema_text
 from pytest_pdebench.validation import static_problems
@@ -126,7 +126,7 @@ def test_committed_calibration_settings_are_the_drawn_ones(folder):
     """Generated records: the upstream draw, scaled (build/calibration_configs.py), then
     the steps the source names, in order: a refinement may only make a mesh finer (or the
     degree higher), a coarsening only fewer cells of the same degree."""
-    from pytest_pdebench.build.calibration_configs import calibration_config, read_distribution, steps
+    from pytest_pdebench.authoring.calibration_configs import calibration_config, read_distribution, steps
 
     pools = read_distribution(UPSTREAM)
     for _, _, record in load_cases(folder):

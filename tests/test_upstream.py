@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ORACLE, REQUIRE_RUNTIMES, UPSTREAM, outcomes_from_report
 from pytest_pdebench.boundaries import boundary_points
-from pytest_pdebench.build.upstream import ImportProblem, convert_reaction, convert_record, import_file
+from pytest_pdebench.authoring.upstream import ImportProblem, convert_reaction, convert_record, import_file
 from pytest_pdebench.cases import CaseRecord, write_case_file
 from pytest_pdebench.domains import resolve_geometry
 from pytest_pdebench.expressions import evaluate, expression_to_string, parse_expression

@@ -155,7 +155,7 @@ def _add_laplacian_data(case_spec: dict, exact: dict | None, tags: list[str]) ->
     if not exact:
         raise ImportProblem("biharmonic record gives only u on the boundary and no exact solution to derive "
                             "a second boundary condition from")
-    from ..build.mms import text
+    from .mms import text
     from ..expressions import parse_expression
     from ..pdes import lap
 
