@@ -14,46 +14,13 @@ learns which kind of source wrote the code.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 
 from .cases import CaseRecord
 from .evaluation import VERDICT_FILE, Verdict
 from .prompts import feedback_of
-from .submissions import Submission
-
-
-@dataclass
-class Draft:
-    """What a source produced for one attempt."""
-
-    submission: Submission | None
-    reason: str = ""  # why there is no submission: the attempt's F-Exec reason
-    usage: dict = field(default_factory=dict)  # tokens, cost, ...: merged into the attempt's history line
-    audit: dict[str, str] = field(default_factory=dict)  # files for the attempt folder, written after the gates
-    final: bool = False  # no further attempt (a model call that failed for good, say)
-    source_failure: bool = False  # not the solver's fault (an agent that crashed or hit a limit)
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """The previous attempt, as the next one may see it."""
-
-    attempt: int  # the attempt about to be drafted
-    code: str | None  # the previous solver's text (None: there was none)
-    facts: dict  # prompts.feedback_of: outcome, reason, error / wall time, stderr tail
-
-
-class Source(Protocol):
-    label: str
-    attempts: int
-    attempt_folders: bool
-
-    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
-              feedback: Feedback | None) -> Draft: ...
-
-    def summary(self, history: list[dict]) -> dict | None: ...
+from .sources import Draft, Feedback, Source, Submission  # noqa: F401  (Draft, Feedback: imported from here too)
 
 
 Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict

@@ -7,6 +7,8 @@ Only ``agent_view(record, library)`` may cross into a prompt or a sandbox: it ho
 
 from __future__ import annotations
 
+import functools
+
 import json
 import os
 from pathlib import Path
@@ -340,8 +342,6 @@ def parse_record(data: Any, path: Path, line: int) -> CaseRecord:
     # the schema is the models' own (strict, no extra keys; a test keeps them agreeing), so
     # it is consulted only for a record the models reject: its messages name the field path
     # (checking every record with jsonschema was half of collecting the suite)
-    from .schema import schema_errors
-
     problems = schema_errors(data)
     if problems:
         raise CaseFileError(path, line, f"record {_record_id(data)} does not match cases/schema.json: {problems[0]}")
@@ -459,3 +459,34 @@ def write_case_file(path: Path, records: list[CaseRecord]) -> None:
     tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.replace(tmp, path)  # a reader never sees half a file (calibration and materialize run side by side)
+
+
+# --- the JSON Schema of a record (cases/schema.json; schema.py writes it) ---
+
+SCHEMA_ID = "https://pytest-pdebench.invalid/schema/case-record.json"
+
+
+@functools.lru_cache(maxsize=1)
+def case_record_schema() -> dict:
+    """The JSON Schema of a record, from the models themselves (``cases/schema.json``)."""
+    schema = CaseRecord.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    schema = case_record_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def schema_errors(data) -> list[str]:
+    """Human-readable schema violations of one record (empty when it conforms)."""
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    messages = []
+    for error in errors:
+        where = "/".join(str(p) for p in error.absolute_path) or "(record)"
+        messages.append(f"at {where}: {error.message[:300]}")
+    return messages

@@ -230,10 +230,17 @@ def env_in(labels: dict) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def probe_python(image: str, python: str, modules: str, version_expr: str) -> dict:
-    """The same probe as on the host (libraries.probe_program), run inside the image."""
-    from .libraries import probe_program
+def probe_program(modules: str, version_expr: str) -> str:
+    """Python source printing the interpreter's prefixes and a library version as JSON."""
+    return (
+        "import json, sys\n"
+        f"import {modules}\n"
+        f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))\n"
+    )
 
+
+def probe_python(image: str, python: str, modules: str, version_expr: str) -> dict:
+    """The same probe as on the host (``probe_program``), run inside the image."""
     return json.loads(probe(image, [python, "-c", probe_program(modules, version_expr)]).strip().splitlines()[-1])
 
 

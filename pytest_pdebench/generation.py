@@ -18,20 +18,17 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .attempts import Draft, Feedback
+from .agents import agent_source
 from .cases import CaseRecord, agent_view
 from .llm.cache import ResponseCache, SpendLedger
 from .llm.client import Completion, ModelCallFailed, ModelClient
 from .llm.extract import extract_code
 from .llm.registry import ModelSpec
 from .prompts import feedback_prompt, single_shot_prompt
+from .sources import Draft, Feedback, NotRun  # noqa: F401  (NotRun: imported from here too)
 from .submissions import Submission
 
 NO_CODE = "no code in response"
-
-
-class NotRun(Exception):
-    """The item was not attempted (budget reached, or not in the cache under --pde-replay)."""
 
 
 @dataclass
@@ -141,8 +138,6 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
         ledger.reset()  # the budget is per run; workers share the file
     guides = Path(opt.pde_guides) if opt.pde_guides else rootdir / "guides"
     if opt.pde_agent:
-        from .agents import agent_source
-
         if opt.pde_replay:
             raise pytest.UsageError("--pde-replay replays single completions: agents are not cached")
         return agent_source(opt, spec, api_key(spec), ledger, settings, guides if guides.is_dir() else None)

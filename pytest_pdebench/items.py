@@ -11,6 +11,7 @@ from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_fil
 from .gates import GateFailure
 from .libraries import RuntimeMissing
 from .reference import ReferenceError
+from .sources import NotRun
 
 PDE_RUN = pytest.StashKey["object"]()
 SEEN_IDS = pytest.StashKey[dict]()
@@ -134,8 +135,6 @@ class CaseItem(pytest.Item):
             pytest.skip(str(exc))
 
     def runtest(self):
-        from .generation import NotRun
-
         run = self.config.stash[PDE_RUN]
         try:
             verdict = run.evaluate(self.record, self.library, self.path.parent, self.machine)

@@ -15,11 +15,11 @@ by every library's solvers (beside the solver wins on a name clash).
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cases import CaseRecord
+from .libraries import get_track
+from .sources import Draft, Submission  # noqa: F401  (Submission: imported from here by much of the package)
 
 
 HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp")}
@@ -27,20 +27,6 @@ HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp"
 
 class NoSubmission(Exception):
     """There is no solver for this case; the message lists where we looked."""
-
-
-@dataclass(frozen=True)
-class Submission:
-    solver_name: str  # file name inside the working directory
-    files: dict[str, bytes] = field(repr=False)  # name -> content, solver included
-    origin: str  # where it came from, for the report
-
-    @property
-    def fingerprint(self) -> str:
-        digest = hashlib.sha256()
-        for name in sorted(self.files):
-            digest.update(name.encode() + b"\0" + self.files[name] + b"\0")
-        return digest.hexdigest()[:16]
 
 
 class DirectorySource:
@@ -89,9 +75,6 @@ class DirectorySource:
         return target.read_bytes()
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
-        from .attempts import Draft
-        from .libraries import get_track
-
         try:
             return Draft(self.submission_for(record, library, get_track(library).suffixes))
         except NoSubmission as exc:
@@ -107,8 +90,6 @@ ORACLE = Path(__file__).resolve().parent.parent / "submissions" / "oracle"
 def oracle_fingerprint(record: CaseRecord, library: str, oracle: Path = ORACLE) -> str | None:
     """The fingerprint the bundled oracle's submission for this item has now (None where it
     has no solver): figures measured with other oracle code are stale."""
-    from .libraries import get_track
-
     try:
         return DirectorySource(oracle).submission_for(record, library, get_track(library).suffixes).fingerprint
     except NoSubmission:

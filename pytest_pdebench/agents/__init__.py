@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..attempts import Draft, Feedback
+from ..sources import Draft, Feedback, NotRun
 from ..calibration import case_fingerprint
 from ..cases import CaseRecord, agent_view
 from ..llm.cache import SpendLedger
@@ -126,8 +126,6 @@ class AgentSource:
     def _run_attempt(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
                      feedback: Feedback | None) -> Draft:
         if self.ledger.exhausted():  # as for a model: the items after the budget are not run
-            from ..generation import NotRun
-
             raise NotRun(f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
                          f"(--pde-budget); no new agent runs")
         workspace = item_dir / WORKSPACE

@@ -19,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..containers import ContainerError, env_in, image_for, probe_program, probe_python, python_in
 from ..kernel_cache import KernelRule
 from ..sandbox import RunRequest
+from ..sandbox.warm import WarmSpec
 
 
 def cache_root() -> Path:
@@ -145,15 +147,6 @@ class Track:
         raise NotImplementedError
 
 
-def probe_program(modules: str, version_expr: str) -> str:
-    """Python source printing the interpreter's prefixes and a library version as JSON."""
-    return (
-        "import json, sys\n"
-        f"import {modules}\n"
-        f"print(json.dumps({{'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': {version_expr}}}))\n"
-    )
-
-
 def _probe_python(python: str, modules: str, version_expr: str, timeout: float = 120) -> dict:
     """Ask an interpreter for its prefixes and a library version, in a subprocess."""
     code = probe_program(modules, version_expr)
@@ -203,8 +196,6 @@ class PythonTrack(Track):
         """What the warm runner needs for a run of ``solver_name``, or None."""
         if self.zygote_preload is None:
             return None
-        from ..sandbox.warm import WarmSpec
-
         return WarmSpec(solver_name, self.preload, self.zygote_preload, self.defer_mpi)
 
     def python_path(self) -> str:
@@ -220,8 +211,6 @@ class PythonTrack(Track):
         return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
-        from ..containers import ContainerError, env_in, probe_python, python_in
-
         python = python_in(self.name, labels)
         try:
             info = probe_python(image, python, self.probe_modules, self.version_expr)
@@ -277,8 +266,6 @@ def detect_runtime(name: str, sandbox: str = "bubblewrap", image: str | None = N
     track = get_track(name)
     if sandbox != "docker":
         return track.detect()
-    from ..containers import ContainerError, image_for
-
     try:
         image_id, labels = image_for(name, image)
     except ContainerError as exc:

@@ -21,6 +21,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..containers import ContainerError, probe
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
 from . import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
@@ -34,8 +35,6 @@ IMAGE_TOOLCHAIN = "/opt/pdebench/toolchain"  # where containers/dealii prepares 
 
 @functools.lru_cache(maxsize=None)
 def _image_toolchain(image: str) -> Toolchain:
-    from ..containers import probe
-
     data = json.loads(probe(image, ["cat", f"{IMAGE_TOOLCHAIN}/toolchain.json"]))
     return image_toolchain(data, IMAGE_TOOLCHAIN, cache_root() / f"dealii-binaries-{image.removeprefix('sha256:')[:12]}")
 
@@ -90,8 +89,6 @@ class DealiiTrack(Track):
         return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
-        from ..containers import ContainerError
-
         try:
             toolchain = _image_toolchain(image)
         except (ContainerError, ValueError, KeyError) as exc:
