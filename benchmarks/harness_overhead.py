@@ -105,6 +105,45 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
     return figures
 
 
+def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
+    """Seconds to judge ``runs`` timed runs whose outputs all differ from the gated run's
+    (each read, checked and compared in full) on a ``grid`` x ``grid`` evaluation grid: what
+    judging every run adds to an item, apart from the runs themselves."""
+    import io
+
+    import numpy as np
+
+    from pytest_pdebench.evaluation import Verdict, _Judge
+    from pytest_pdebench.execution import Execution, RunOutputs
+
+    record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
+    record = record.model_copy(deep=True)
+    record.case_spec.eval_grid.nx = record.case_spec.eval_grid.ny = grid
+    thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
+    x = y = np.linspace(0, 1, grid)
+    X, Y = np.meshgrid(x, y)
+
+    def npz(noise: float) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, u=np.sin(np.pi * X) * np.sin(np.pi * Y) + noise, x=x, y=y)
+        return buffer.getvalue()
+
+    meta = json.dumps({"wall_time_sec": 0.1, "status": "success"}).encode()
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            verdict = Verdict.for_item(record, "dolfinx", "benchmark")
+            judge = _Judge(record, verdict, thresholds, Settings(output_dir=Path(tmp)), REPO / "tests" / "cases")
+            judge.prepare()
+            done = Execution(solution=npz(0.0), meta=meta, timed=True, timed_runs=[0.1] * runs,
+                             timed_outputs=[RunOutputs(npz(1e-9 * (k + 1)), meta) for k in range(runs)])
+            judge._gated_run(done, verdict, None)
+            started = time.perf_counter()
+            judge._timed_runs(done, verdict, True)
+            figures.append(time.perf_counter() - started)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -128,6 +167,9 @@ def main() -> None:
             walls, windows = process_start(library, backend, True, args.repeats, runner)
             print(f"{label:17s} empty solver, track's imports: process {median_ms(walls)}   timed window "
                   f"{median_ms(windows)}")
+    for grid in (20, 200):
+        print(f"judging {args.runs} timed runs whose outputs differ from the gated run's, {grid} x {grid} grid: "
+              f"{median_ms(judging_cost(args.repeats, args.runs, grid))}")
     solvers = {"exact numpy solver": EXACT_SOLVER}
     if args.varying:
         solvers["outputs differing every run"] = VARYING_SOLVER
