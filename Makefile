@@ -1,11 +1,12 @@
 # Two commands do everything on a fresh machine:
 #   make demo   set up, then run the bundled DOLFINx oracle on the bundled cases
 #   make test   set up, then run the project's own test suite
+# (make check: its quick tier, the tests marked docker, cluster, firedrake or slow left out)
 VENV ?= .venv
 STAMP := $(VENV)/.pdebench-setup
 JOBS ?= 2
 
-.PHONY: setup demo test calibrate clean-reports
+.PHONY: setup demo test check calibrate clean-reports
 
 setup: $(STAMP)
 
@@ -19,6 +20,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PDEBENCH_REQUIRE_FEM=1 $(VENV)/bin/pytest
+
+# under 3 minutes on 2 shared cores; the markers are given in tests/conftest.py
+check: $(STAMP)
+	$(VENV)/bin/pytest -m "not (docker or cluster or firedrake or slow)" -q -n $(JOBS)
 
 # measure e_base/t_base of every case on this machine and store them in the records
 # (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures).
