@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -35,6 +36,7 @@ except ImportError:  # the cluster extra is not installed: connect() says so
 INSTALL_HINT = "--pde-cluster needs Dask: pip install 'pytest-pdebench[cluster]' (dask, distributed, dask-jobqueue)"
 CONNECT_TIMEOUT_SEC = 20
 AHEAD_PER_WORKER = 4  # runs sent ahead per worker: enough to keep it busy, few results waiting
+WAIT_SLICE_SEC = 1.0  # a wait for a run looks this often for an interrupt whose KeyboardInterrupt was lost
 CORE_LOCKS = Path(tempfile.gettempdir()) / "pdebench-cores"
 
 
@@ -186,6 +188,8 @@ class Cluster:
         self.pending: dict[tuple, tuple[RunTask, object]] = {}
         self.owner = f"{os.uname().nodename}-{os.getpid()}-{os.urandom(4).hex()}"  # names this session's runs
         self.ahead = 0  # runs sent ahead at most: set from the workers below
+        self.interrupted = False  # SIGINT or SIGTERM came (see _note_interrupts)
+        self._handlers: dict = {}
         try:
             self.client.register_plugin(RunSite())
             replies = self.client.run(worker_facts, libraries, sandbox, images)
@@ -202,6 +206,25 @@ class Cluster:
             self.close()
             raise ClusterError(f"--pde-cluster {address}: workers {', '.join(crowded)} run more than one task at "
                                "a time, so timed runs would share cores; start them with `dask worker --nthreads 1`")
+        self._note_interrupts()
+
+    def _note_interrupts(self) -> None:
+        """SIGINT and SIGTERM also set ``interrupted``, and ``_result`` waits in slices that look
+        at it: a KeyboardInterrupt raised while the main thread runs a finalizer (``__del__``, a
+        weakref callback) is printed as "Exception ignored" and lost, and the controller would
+        wait out the whole run it takes next (issue 37). Signals ignored or at their default
+        stay so; ``close`` puts the handlers back."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                def note(number, frame, handler=handler):
+                    self.interrupted = True
+                    return handler(number, frame)
+
+                signal.signal(signum, note)
+                self._handlers[signum] = (handler, note)
 
     def machines(self) -> dict[str, int]:
         """Machine key -> how many workers of that kind, the best-staffed class first."""
@@ -284,12 +307,23 @@ class Cluster:
         from distributed import KilledWorker
 
         try:
-            return future.result()
+            while True:
+                try:
+                    return future.result(timeout=WAIT_SLICE_SEC)
+                except TimeoutError:
+                    if future.done():  # done meanwhile, or the run's own TimeoutError: as it is
+                        return future.result()
+                    if self.interrupted:  # its KeyboardInterrupt was lost (_note_interrupts)
+                        raise KeyboardInterrupt from None
         except KilledWorker as exc:  # the scheduler gave up after the workers running it died
             return Execution(run_failure=f"the run ended every Dask worker that tried it ({exc})")
 
     def close(self) -> None:
         """Cancel what is queued, kill what runs on the workers, and disconnect."""
+        for signum, (handler, note) in self._handlers.items():  # no wait of ours left to look
+            if signal.getsignal(signum) is note:
+                signal.signal(signum, handler)
+        self._handlers.clear()
         with self._lock:
             futures = [future for _, future in self.pending.values()]
             self.pending.clear()

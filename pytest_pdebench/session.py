@@ -82,6 +82,7 @@ def _cluster(config: pytest.Config, libraries: tuple[str, ...], settings: Settin
     if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--pde-cluster spreads the items over the cluster's workers: leave out -n "
                                 "(xdist workers would each be a controller of their own)")
+    terminate_as_interrupt()  # before the cluster, which notes SIGTERM as it does SIGINT
     try:
         cluster = Cluster(config.option.pde_cluster, list(libraries), settings.sandbox, dict(settings.images))
     except ClusterError as exc:

@@ -18,6 +18,8 @@ import pytest
 from conftest import NUMPY_PRELUDE, REPO, dask_installed, outcomes_from_report, processes_with, toy_cases
 from pytest_pdebench.cluster import LoopbackCluster
 
+STOP_SEC = 60  # an interrupted controller stops in 1-16 s here (both cores busy, load average 7)
+
 
 def sleeping_solver(marker_seconds: str) -> str:
     """An exact solver that first waits on a child whose command line is the marker (so a
@@ -30,15 +32,23 @@ def sleeping_solver(marker_seconds: str) -> str:
         "    write(u, x, y)\n")
 
 
+def interruptible() -> None:
+    """SIGINT back to its default in a child: a test run started as a background job
+    (`make test &` in a script) has SIGINT ignored, Python keeps it so in every child it
+    starts, and a controller would never see its Ctrl-C (issue 37: it ran on past 120 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_on_cluster(tmp_path: Path, cluster: LoopbackCluster, solvers: dict[str, str], *extra: str,
-                   wait: bool = True):
+                   wait: bool = True, env: dict | None = None):
     cases, submissions = toy_cases(tmp_path, "dolfinx", solvers)
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", f"--pde-cases={cases}",
             f"--pde-submissions={submissions}", f"--pde-calibrations={tmp_path / 'calibrations'}",
             f"--pde-output={tmp_path / 'out'}", "--pde-runs=1", f"--pde-cluster={cluster.address}", "--json-report",
             f"--json-report-file={tmp_path / 'report.json'}", "-rA", *extra]
-    if not wait:
-        return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if not wait:  # a controller to interrupt: SIGINT at its default (see interruptible), stacks on SIGABRT
+        return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}, preexec_fn=interruptible)
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     report = tmp_path / "report.json"
     return done, (outcomes_from_report(report) if report.exists() else {})
@@ -119,19 +129,87 @@ def test_a_run_that_ends_every_worker_is_f_exec_after_bounded_tries(tmp_path, ow
     assert not processes_with("2.7182")
 
 
-def test_ctrl_c_on_the_controller_kills_the_runs_on_the_workers(tmp_path, dask_cluster):
-    controller = run_on_cluster(tmp_path, dask_cluster, {"long": sleeping_solver("97.531")}, wait=False)
-    deadline = time.monotonic() + 120
-    while not processes_with("97.531") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert processes_with("97.531"), "the run never started"
-    controller.send_signal(signal.SIGINT)
-    output = controller.communicate(timeout=120)[0].decode(errors="replace")
-    assert controller.returncode == 2, output[-2000:]  # interrupted
+def stopped(controller: subprocess.Popen, marker: str) -> str:
+    """The output of an interrupted controller, once it stopped; a failure showing where each
+    of its threads waits if it still runs STOP_SEC later."""
+    try:
+        return controller.communicate(timeout=STOP_SEC)[0].decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        controller.send_signal(signal.SIGABRT)
+        output = controller.communicate()[0].decode(errors="replace")
+        for pid in processes_with(marker):  # the run would hold a worker of the session's cluster
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"the controller still ran {STOP_SEC} s after its interrupt; its threads:\n{output[-6000:]}")
+
+
+def assert_no_run_left(marker: str) -> None:
     deadline = time.monotonic() + 15
-    while processes_with("97.531") and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not processes_with("97.531"), "a run outlived its controller's Ctrl-C"
+    assert not processes_with(marker), "a run outlived its controller's Ctrl-C"
+
+
+def test_ctrl_c_on_the_controller_kills_the_runs_on_the_workers(tmp_path, dask_cluster):
+    marker = f"97.{os.getpid()}"  # this session's run, not one of another on the machine
+    controller = run_on_cluster(tmp_path, dask_cluster, {"long": sleeping_solver(marker)}, wait=False)
+    deadline = time.monotonic() + 120
+    while not processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(marker), "the run never started"
+    controller.send_signal(signal.SIGINT)
+    output = stopped(controller, marker)
+    assert controller.returncode == 2, output[-2000:]  # interrupted
+    assert_no_run_left(marker)
+
+
+LOSES_ITS_CTRL_C = """
+import os, signal, time
+from pathlib import Path
+
+class Finalized:
+    def __del__(self):  # the Ctrl-C comes while the main thread runs a finalizer
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            Path(os.environ["LOST_MARK"]).touch()
+            raise  # printed as "Exception ignored" and lost
+
+def pytest_runtest_setup(item):
+    Finalized()
+"""
+
+
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_controller(tmp_path, dask_cluster):
+    """Issue 37: a KeyboardInterrupt raised in a finalizer is lost; the controller still stops
+    at its next wait for a run rather than waiting the run out."""
+    marker = f"96.{os.getpid()}"
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "loses_its_ctrl_c.py").write_text(LOSES_ITS_CTRL_C)
+    controller = run_on_cluster(tmp_path, dask_cluster, {"long": sleeping_solver(marker)}, "-p", "loses_its_ctrl_c",
+                                wait=False, env={"PYTHONPATH": str(tmp_path / "plugins"),
+                                                 "LOST_MARK": str(tmp_path / "lost")})
+    output = stopped(controller, marker)
+    assert (tmp_path / "lost").exists(), output[-2000:]  # the KeyboardInterrupt did come, in the finalizer
+    assert controller.returncode == 2, output[-2000:]
+    assert_no_run_left(marker)
+
+
+def test_a_run_starting_as_its_owners_abort_comes_is_refused():
+    """Issue 37: a task that began on a worker just before the abort of its interrupted
+    controller, but whose run registers after it, must not run on for its whole length."""
+    from pytest_pdebench.cluster import abort_runs
+    from pytest_pdebench.sandbox import SandboxError, live_run, owned_by
+
+    owner, killed = f"controller-{os.getpid()}-{time.monotonic_ns()}", []
+    with owned_by(owner), live_run(lambda: killed.append("live")):
+        assert abort_runs(owner) == 1
+    assert killed == ["live"]
+    with owned_by(owner), pytest.raises(SandboxError, match="aborted"), live_run(lambda: killed.append("late")):
+        pass
+    with owned_by(f"another-{owner}"), live_run(lambda: killed.append("another")):
+        pass
+    assert killed == ["live"]
 
 
 def test_cluster_with_xdist_is_refused(tmp_path, dask_cluster):

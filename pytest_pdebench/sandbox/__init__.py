@@ -51,6 +51,7 @@ _live_runs: dict[int, tuple[str | None, object]] = {}
 _live_lock = threading.Lock()
 _live_ids = itertools.count()
 _owner = threading.local()
+_aborted: set[str] = set()  # owners whose runs were aborted: a run of theirs that starts later is refused
 
 
 @contextlib.contextmanager
@@ -66,9 +67,11 @@ def owned_by(token: str):
 @contextlib.contextmanager
 def live_run(kill):
     """Register a run while it goes on; ``kill()`` ends it (and everything it started)."""
-    key = next(_live_ids)
+    key, owner = next(_live_ids), getattr(_owner, "token", None)
     with _live_lock:
-        _live_runs[key] = (getattr(_owner, "token", None), kill)
+        if owner in _aborted:  # its task began just before the abort came, which could not see it yet
+            raise SandboxError(f"the runs of {owner} were aborted")
+        _live_runs[key] = (owner, kill)
     try:
         yield
     finally:
@@ -77,8 +80,10 @@ def live_run(kill):
 
 
 def abort_live_runs(owner: str | None = None) -> int:
-    """Kill the live runs of ``owner`` (None: all); returns how many."""
+    """Kill the live runs of ``owner`` (None: all), and refuse its later ones; returns how many."""
     with _live_lock:
+        if owner is not None:
+            _aborted.add(owner)
         victims = [kill for who, kill in _live_runs.values() if owner is None or who == owner]
     for kill in victims:
         kill()
