@@ -259,18 +259,34 @@ class KernelCache:
         modules = {rule.module(relative) for relative, rule, _ in accepted if rule.keep == "elf"}
         if any(rule.keep == "empty" for _, rule, _ in accepted):
             modules |= self._stored_modules()
-        files, size = 0, 0
-        for relative, rule, content in sorted(accepted, key=lambda entry: (entry[1].keep == "empty", entry[0])):
+        # a module's files are kept together or not at all (FFCx with only part of a module
+        # would compile it again into a cache folder whose library is a read-only link);
+        # libraries first, then markers in reverse order of name: FFCx's "<module>.c.cached",
+        # which says "compiled", before "<module>.c", which says "being compiled", so a run
+        # that makes its cache folder meanwhile never finds a module that looks half compiled
+        # and waits for it until FFCx's JIT timeout
+        groups: dict[str, list[tuple[str, KernelRule, bytes]]] = {}
+        for entry in accepted:
+            relative, rule, _ = entry
             if self._companion_missing(rule, relative, modules):
                 harvest.note_drop(relative)
                 continue
-            if files + 1 > self.max_files or size + len(content) > self.max_bytes:
-                harvest.note_drop(f"{relative} (over the {self.max_files} files, {self.max_bytes >> 20} MB "
-                                  "a run may add)")
+            groups.setdefault(rule.module(relative) or relative, []).append(entry)
+        files, size = 0, 0
+        for key in sorted(groups):
+            libraries = sorted((e for e in groups[key] if e[1].keep != "empty"), key=lambda e: e[0])
+            markers = sorted((e for e in groups[key] if e[1].keep == "empty"), key=lambda e: e[0], reverse=True)
+            group = libraries + markers
+            group_size = sum(len(content) for _, _, content in group)
+            if files + len(group) > self.max_files or size + group_size > self.max_bytes:
+                for relative, _, _ in group:
+                    harvest.note_drop(f"{relative} (over the {self.max_files} files, {self.max_bytes >> 20} MB "
+                                      "a run may add)")
                 continue
-            if self._store(relative, content):
-                files, size = files + 1, size + len(content)
-                harvest.kept += 1
+            for relative, rule, content in group:
+                if self._store(relative, content):
+                    files, size = files + 1, size + len(content)
+                    harvest.kept += 1
         return harvest
 
     def _store(self, relative: str, content: bytes) -> bool:

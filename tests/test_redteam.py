@@ -345,6 +345,27 @@ def test_kernel_store_keeps_compiled_kernels_only(tmp_path):
     assert links == {name: f"/sandbox/kernels/{name}" for name in stored}
 
 
+def test_a_run_adds_whole_modules_within_its_caps(tmp_path):
+    """A module's library and markers are kept together or not at all, within the files a
+    run may add; a marker whose module has no library is dropped."""
+    library = _shared_object(tmp_path)
+    cache = kernel_cache.KernelCache(tmp_path / "store", DolfinxTrack.kernel_rules, max_files=4)
+    run = tmp_path / "run"
+    (run / "fenics").mkdir(parents=True)
+    for digit in "12":  # two modules of three files each: only the first fits in four
+        module = "fenics/libffcx_forms_" + digit * 40
+        (run / f"{module}.cpython-312-x86_64-linux-gnu.so").write_bytes(library)
+        (run / f"{module}.c").write_text("")
+        (run / f"{module}.c.cached").write_text("")
+    (run / ("fenics/libffcx_forms_" + "3" * 40 + ".c")).write_text("")  # a name, and nothing beside it
+    harvest = cache.harvest(run)
+    stored = sorted(p.name for p in (tmp_path / "store" / "fenics").iterdir())
+    assert stored == sorted(f"libffcx_forms_{'1' * 40}{suffix}"
+                            for suffix in (".c", ".c.cached", ".cpython-312-x86_64-linux-gnu.so"))
+    assert harvest.kept == 3 and len(harvest.dropped) == 4
+    assert sum("over the 4 files" in reason for reason in harvest.dropped) == 3
+
+
 def test_a_form_kernel_and_its_imitations(tmp_path):
     library = _shared_object(tmp_path)
     assert kernel_cache.is_shared_object(library)

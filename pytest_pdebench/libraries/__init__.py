@@ -31,6 +31,7 @@ def cache_root() -> Path:
 
 
 KEPT_KERNEL_STORES = 256
+STORE_IN_USE_SEC = 3600  # a store touched this recently is not evicted (every item touches its store)
 
 
 def kernel_store_root(library: str, runtime: Runtime) -> Path:
@@ -130,7 +131,8 @@ class Track:
         if folder.is_dir():
             kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
             for old in kept[:-KEPT_KERNEL_STORES]:
-                shutil.rmtree(old, ignore_errors=True)
+                if old.stat().st_mtime < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
+                    shutil.rmtree(old, ignore_errors=True)
         path = folder / store_name(submission_fingerprint)
         if path.is_dir():
             os.utime(path)
