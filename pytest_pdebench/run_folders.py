@@ -20,7 +20,7 @@ from pathlib import Path
 FROZEN_TIME = 1577836800  # 2020-01-01 00:00:00 UTC: the atime and mtime of all the harness provides
 
 
-SCRATCH_PREFIX = "pytest-pdebench-"
+SCRATCH_PREFIX = "pytest-pdebench-scratch-"  # not the zygote's nor older versions' folders
 OWNER_LOCK = ".owner"  # held (flock) by the process whose item it is; never mounted
 _swept: set[str] = set()
 

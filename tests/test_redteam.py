@@ -677,4 +677,4 @@ def test_a_run_cannot_tell_which_run_it_is(runner, dolfinx_available, tmp_path):
     for secret in (case_id, str(tmp_path), submission.fingerprint, "/.work/"):
         assert secret not in seen, secret
     assert views[0]["cwd"] == "/sandbox/work" and "case_spec.json" in "".join(views[0]["stats"])
-    assert not list(Path("/dev/shm").glob("pytest-pdebench-*/*/view_solver.py"))  # nothing of the item's left behind
+    assert not list(Path("/dev/shm").glob("pytest-pdebench-scratch-*/*/view_solver.py"))  # nothing of the item's left behind
