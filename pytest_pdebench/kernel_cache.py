@@ -198,18 +198,26 @@ class KernelCache:
         self.store, self.rules = Path(store), rules
         self.max_files, self.max_bytes = max_files, max_bytes
 
-    def _stored_modules(self) -> set[str]:
-        """The modules that have an ``elf`` kernel in the store."""
-        modules = set()
+    def _listing(self) -> list[tuple[str, KernelRule]]:
+        """Every file of the store the rules admit, with its rule, from one walk."""
+        found = []
         store = str(self.store)
         for folder, subfolders, files in os.walk(store):
             relative_folder = os.path.relpath(folder, store)
             relative_folder = "" if relative_folder == "." else relative_folder + "/"
             for name in files:
-                rule = _rule_for(self.rules, relative_folder + name)
-                if rule is not None and rule.keep == "elf" and rule.module(relative_folder + name):
-                    modules.add(rule.module(relative_folder + name))
-        return modules
+                rule = None if name.startswith(INCOMING_PREFIX) else _rule_for(self.rules, relative_folder + name)
+                if rule is not None:
+                    found.append((relative_folder + name, rule))
+        return found
+
+    @staticmethod
+    def _modules(listing) -> set[str]:
+        """The modules that have an ``elf`` kernel in a listing."""
+        return {rule.module(relative) for relative, rule in listing if rule.keep == "elf" and rule.module(relative)}
+
+    def _stored_modules(self) -> set[str]:
+        return self._modules(self._listing())
 
     def _companion_missing(self, rule: KernelRule, relative: str, modules: set[str]) -> bool:
         """A marker whose module has no library: its name would be all it carries."""
@@ -217,20 +225,21 @@ class KernelCache:
 
     def prepare(self, run_cache: Path, store_seen_as: str) -> None:
         """An empty ``run_cache`` holding a link to every stored kernel, each pointing at
-        ``store_seen_as`` (where the run sees the store mounted read-only). Plain strings
-        rather than Path objects: a store may hold thousands of files."""
+        ``store_seen_as`` (where the run sees the store mounted read-only). From one
+        listing of the store: a module's library is stored after its markers (``harvest``),
+        so a listing with the library has the markers too, and a run never sees a module
+        half there while another worker harvests it. Plain strings rather than Path
+        objects: a store may hold thousands of files."""
         os.makedirs(run_cache, exist_ok=True)
-        store = str(self.store)
-        modules = self._stored_modules() if any(rule.keep == "empty" for rule in self.rules) else set()
-        for folder, subfolders, files in os.walk(store):
-            relative_folder = os.path.relpath(folder, store)
-            relative_folder = "" if relative_folder == "." else relative_folder + "/"
-            if relative_folder:
-                os.makedirs(f"{run_cache}/{relative_folder}", exist_ok=True)
-            for name in files:  # only what the rules admit, should a store hold anything else
-                rule = None if name.startswith(INCOMING_PREFIX) else _rule_for(self.rules, relative_folder + name)
-                if rule is not None and not self._companion_missing(rule, relative_folder + name, modules):
-                    os.symlink(f"{store_seen_as}/{relative_folder}{name}", f"{run_cache}/{relative_folder}{name}")
+        listing = self._listing()
+        modules = self._modules(listing)
+        for relative, rule in listing:
+            if self._companion_missing(rule, relative, modules):
+                continue
+            folder = os.path.dirname(relative)
+            if folder:
+                os.makedirs(f"{run_cache}/{folder}", exist_ok=True)
+            os.symlink(f"{store_seen_as}/{relative}", f"{run_cache}/{relative}")
 
     def harvest(self, run_cache: Path) -> Harvest:
         """Copy the kernels a run compiled into the store, libraries and pickles first,
@@ -259,12 +268,11 @@ class KernelCache:
         modules = {rule.module(relative) for relative, rule, _ in accepted if rule.keep == "elf"}
         if any(rule.keep == "empty" for _, rule, _ in accepted):
             modules |= self._stored_modules()
-        # a module's files are kept together or not at all (FFCx with only part of a module
-        # would compile it again into a cache folder whose library is a read-only link);
-        # libraries first, then markers in reverse order of name: FFCx's "<module>.c.cached",
-        # which says "compiled", before "<module>.c", which says "being compiled", so a run
-        # that makes its cache folder meanwhile never finds a module that looks half compiled
-        # and waits for it until FFCx's JIT timeout
+        # a module's files are kept together or not at all, its markers before its library:
+        # a run whose cache folder is made meanwhile (another worker's, same store) links a
+        # module only with its library, so it finds the whole module or none of it. (FFCx
+        # finding "<module>.c" without "<module>.c.cached" waits until its JIT timeout; finding
+        # the library without "<module>.c" compiles again onto a read-only link.)
         groups: dict[str, list[tuple[str, KernelRule, bytes]]] = {}
         for entry in accepted:
             relative, rule, _ = entry
@@ -274,9 +282,9 @@ class KernelCache:
             groups.setdefault(rule.module(relative) or relative, []).append(entry)
         files, size = 0, 0
         for key in sorted(groups):
-            libraries = sorted((e for e in groups[key] if e[1].keep != "empty"), key=lambda e: e[0])
             markers = sorted((e for e in groups[key] if e[1].keep == "empty"), key=lambda e: e[0], reverse=True)
-            group = libraries + markers
+            libraries = sorted((e for e in groups[key] if e[1].keep != "empty"), key=lambda e: e[0])
+            group = markers + libraries
             group_size = sum(len(content) for _, _, content in group)
             if files + len(group) > self.max_files or size + group_size > self.max_bytes:
                 for relative, _, _ in group:

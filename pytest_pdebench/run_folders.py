@@ -21,6 +21,7 @@ FROZEN_TIME = 1577836800  # 2020-01-01 00:00:00 UTC: the atime and mtime of all 
 
 
 SCRATCH_PREFIX = "pytest-pdebench-scratch-"  # not the zygote's nor older versions' folders
+MAKING_PREFIX = ".pytest-pdebench-making-"  # a scratch folder before its lock is held
 OWNER_LOCK = ".owner"  # held (flock) by the process whose item it is; never mounted
 _swept: set[str] = set()
 
@@ -38,9 +39,13 @@ class Scratch:
         if where not in _swept:
             _swept.add(where)
             sweep_scratch(Path(where))
-        self.path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=where))
-        self._lock = os.open(self.path / OWNER_LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        # made under another name, locked, then renamed: a sweep in another process never
+        # sees it without its lock held
+        making = Path(tempfile.mkdtemp(prefix=MAKING_PREFIX, dir=where))
+        self._lock = os.open(making / OWNER_LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self.path = making.with_name(SCRATCH_PREFIX + making.name.removeprefix(MAKING_PREFIX))
+        os.rename(making, self.path)
 
     def remove(self) -> None:
         remove_tree(self.path)
@@ -51,6 +56,13 @@ def sweep_scratch(where: Path, grace_sec: float = 60.0) -> int:
     """Remove the scratch folders under ``where`` whose owner is gone; how many. A folder
     without its lock yet is left alone for ``grace_sec`` (it is being made)."""
     removed = 0
+    for folder in where.glob(MAKING_PREFIX + "*"):  # its maker died before renaming it
+        try:
+            if time.time() - folder.stat().st_mtime > grace_sec:
+                remove_tree(folder)
+                removed += 1
+        except OSError:
+            continue
     for folder in where.glob(SCRATCH_PREFIX + "*"):
         try:
             lock = os.open(folder / OWNER_LOCK, os.O_RDWR | os.O_CLOEXEC)

@@ -41,6 +41,18 @@ def kernel_store_root(library: str, runtime: Runtime) -> Path:
     return cache_root() / "kernel-stores-2" / f"{library}-{runtime.key}"
 
 
+def least_recently_used(folder: Path) -> list[tuple[Path, float]]:
+    """(store, mtime) of the stores in ``folder``, oldest first; one that another worker
+    removes meanwhile is left out (two workers may evict at the same moment)."""
+    found = []
+    for path in folder.iterdir():
+        try:
+            found.append((path, path.stat().st_mtime))
+        except FileNotFoundError:
+            continue
+    return sorted(found, key=lambda entry: entry[1])
+
+
 def store_name(submission_fingerprint: str) -> str:
     """A store's folder name: HMAC-SHA256 of the fingerprint under a key made once per
     machine (``<cache>/store-key``, readable by its owner only), so the name tells a run
@@ -129,10 +141,9 @@ class Track:
             return None
         folder = kernel_store_root(self.name, runtime)
         if folder.is_dir():
-            kept = sorted(folder.iterdir(), key=lambda path: path.stat().st_mtime)
-            for old in kept[:-KEPT_KERNEL_STORES]:
-                if old.stat().st_mtime < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
-                    shutil.rmtree(old, ignore_errors=True)
+            for old in least_recently_used(folder)[:-KEPT_KERNEL_STORES]:
+                if old[1] < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
+                    shutil.rmtree(old[0], ignore_errors=True)
         path = folder / store_name(submission_fingerprint)
         if path.is_dir():
             os.utime(path)
