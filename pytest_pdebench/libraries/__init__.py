@@ -31,25 +31,30 @@ def cache_root() -> Path:
 
 
 KEPT_KERNEL_STORES = 256
-STORE_IN_USE_SEC = 3600  # a store touched this recently is not evicted (every item touches its store)
+STORE_IN_USE_SEC = 3600  # a store used this recently is not evicted (every item marks its store used)
+USED_SUFFIX = ".used"  # <store>.used, beside each store: its last use
 
 
 def kernel_store_root(library: str, runtime: Runtime) -> Path:
-    """Where a track's per-submission kernel stores live. ``kernel-stores-2``: stores of
+    """Where a track's per-submission kernel stores live. ``kernel-stores-3``: stores of
     earlier rules (``kernels``, whose folders held anything a run wrote; ``kernel-stores``,
-    which kept markers without their library) are never read."""
-    return cache_root() / "kernel-stores-2" / f"{library}-{runtime.key}"
+    which kept markers without their library; ``kernel-stores-2``, whose stores could be
+    evicted while in use and so left half a module) are never read."""
+    return cache_root() / "kernel-stores-3" / f"{library}-{runtime.key}"
 
 
 def least_recently_used(folder: Path) -> list[tuple[Path, float]]:
-    """(store, mtime) of the stores in ``folder``, oldest first; one that another worker
-    removes meanwhile is left out (two workers may evict at the same moment)."""
+    """(store, time of its last use) of the stores in ``folder``, oldest first; one that
+    another worker removes meanwhile is left out (two workers may evict at once)."""
     found = []
     for path in folder.iterdir():
-        try:
-            found.append((path, path.stat().st_mtime))
-        except FileNotFoundError:
+        if path.name.endswith(USED_SUFFIX):
             continue
+        try:
+            found.append((path, path.with_name(path.name + USED_SUFFIX).stat().st_mtime))
+        except FileNotFoundError:
+            if path.exists():  # a store without its mark: as old as can be
+                found.append((path, 0.0))
     return sorted(found, key=lambda entry: entry[1])
 
 
@@ -140,13 +145,15 @@ class Track:
         if not self.shares_kernels:
             return None
         folder = kernel_store_root(self.name, runtime)
-        if folder.is_dir():
-            for old in least_recently_used(folder)[:-KEPT_KERNEL_STORES]:
-                if old[1] < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
-                    shutil.rmtree(old[0], ignore_errors=True)
         path = folder / store_name(submission_fingerprint)
-        if path.is_dir():
-            os.utime(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        # its last use, beside it (the store's own times are frozen, run_folders.py: a run
+        # sees them): what eviction goes by
+        path.with_name(path.name + USED_SUFFIX).touch()
+        for old, used in least_recently_used(folder)[:-KEPT_KERNEL_STORES]:
+            if used < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
+                shutil.rmtree(old, ignore_errors=True)
+                old.with_name(old.name + USED_SUFFIX).unlink(missing_ok=True)
         return path
 
     def detect(self) -> Runtime:

@@ -4,7 +4,7 @@
 The runtime is the provisioned venv (or ``$PDEBENCH_FIREDRAKE_PYTHON``); its prefix, the
 Python it was made from and the PETSc it links are mounted read-only in the sandbox.
 Generated code (TSFC, loopy, PyOP2) goes to a persistent cache per submission
-(``~/.cache/pytest-pdebench/kernel-stores-2/firedrake-<version>/<keyed hash of the submission>``): runs of the
+(``~/.cache/pytest-pdebench/kernel-stores-3/firedrake-<version>/<keyed hash of the submission>``): runs of the
 same solver files reuse kernels across items and sessions, and no submission can plant
 kernels for another. Only the gated first run of an item can include a cold compile;
 ``t_agent`` is measured on the runs after it.
