@@ -55,6 +55,9 @@ VARYING_SOLVER = EXACT_SOLVER.replace(b"np.sin(np.pi * X) * np.sin(np.pi * Y)",
                                       b"np.sin(np.pi * X) * np.sin(np.pi * Y) + 1e-9 * np.random.rand(*X.shape)")
 
 
+THRESHOLDS = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")  # e_base 1e-4, t_base 10 s: every item PASSes
+
+
 def median_ms(values) -> str:
     return f"{1000 * statistics.median(values):7.1f} ms"
 
@@ -92,7 +95,7 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
     solver: one gated run and ``runs`` timed runs."""
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": solver}, "benchmark")
-    thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
+    thresholds = THRESHOLDS
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(output_dir=Path(tmp), runner=runner, runs=runs)
@@ -119,7 +122,7 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     record = record.model_copy(deep=True)
     record.case_spec.eval_grid.nx = record.case_spec.eval_grid.ny = grid
-    thresholds = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
+    thresholds = THRESHOLDS
     x = y = np.linspace(0, 1, grid)
     X, Y = np.meshgrid(x, y)
 

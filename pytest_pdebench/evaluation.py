@@ -364,7 +364,7 @@ class _Judge:
                                          f"window (more than {CORES_FLAG})")
             if output.solution is None:  # byte for byte the gated run's
                 verdict.timed_errors.append(verdict.error)
-                verdict.run_difference = max(verdict.run_difference or 0.0, 0.0)
+                verdict.run_difference = verdict.run_difference or 0.0
                 continue
             try:
                 solution = gates.read_solution(output.solution, names, self.grid.axis_names, self.grid.shape,
