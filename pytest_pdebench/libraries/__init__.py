@@ -21,8 +21,7 @@ from pathlib import Path
 
 from ..containers import ContainerError, env_in, image_for, probe_program, probe_python, python_in
 from ..kernel_cache import KernelRule
-from ..sandbox import RunRequest
-from ..sandbox.warm import WarmSpec
+from ..sandbox import RunRequest, WarmSpec
 
 
 def cache_root() -> Path:

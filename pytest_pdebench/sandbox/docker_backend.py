@@ -34,7 +34,9 @@ import time
 from pathlib import Path
 
 from ..run_folders import FROZEN_TIME
-from . import RUNNER, Backend, CappedLog, RunRequest, RunResult, SandboxError, live_run
+from .base import RUNNER, Backend
+from .processes import CappedLog, live_run
+from .runs import RunRequest, RunResult, SandboxError
 
 LABEL = "org.pdebench.run"  # on every container this backend creates: its owner's pid
 CASE_LABEL = "org.pdebench.item"

@@ -27,9 +27,10 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 
-from . import HARNESS_DIR, CappedLog, RunRequest, RunResult, SandboxError, _CappedStream, _Marker, kill_group, live_run
+from .base import HARNESS_DIR
+from .processes import CappedLog, CappedStream, Marker, kill_group, live_run
+from .runs import RunRequest, RunResult, SandboxError, WarmSpec
 
 ZYGOTE = HARNESS_DIR / "zygote.py"
 KEPT_ZYGOTES = 2
@@ -39,18 +40,6 @@ KILL_GRACE_SEC = 30.0  # a killed run's processes are gone well within this
 WARM_FAILURE = "PDEBENCH: the warm runner could not start the run"
 # the process that keeps the run's sandbox open until the zygote's fork has joined it
 PLACEHOLDER = ["/bin/sh", "-c", "echo ready && exec sleep infinity"]
-
-
-@dataclass(frozen=True)
-class WarmSpec:
-    """What a Python track's run needs from the warm runner: the submission's file name,
-    the imports done in the run before its clock starts (``preload``) and those done once
-    in the zygote (``zygote_preload``; with ``defer_mpi`` MPI is initialised in each run)."""
-
-    solver: str
-    preload: str
-    zygote_preload: str
-    defer_mpi: bool = False
 
 
 class Zygote:
@@ -210,9 +199,9 @@ def run(backend, request: RunRequest) -> RunResult:
         start = time.perf_counter()
         sandbox, ns_pid = _start_sandbox(backend, request)
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, marker
-        out = _CappedStream(os.fdopen(pipes[0][0], "rb"))
-        err = _CappedStream(os.fdopen(pipes[1][0], "rb"))
-        marker = _Marker(pipes[2][0])
+        out = CappedStream(os.fdopen(pipes[0][0], "rb"))
+        err = CappedStream(os.fdopen(pipes[1][0], "rb"))
+        marker = Marker(pipes[2][0])
         for thread in (marker, out, err):
             thread.start()
         reply, timed_out = None, False
