@@ -58,7 +58,7 @@ import numpy as np
 from . import gates, metrics
 from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_baseline
 from .cases import CaseRecord, agent_view
-from .execution import Execution, RunTask, execute
+from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .reference import reference_fields
@@ -120,7 +120,10 @@ class Settings:
 
 
 @dataclass
-class Verdict:
+class Verdict(RunFacts):
+    """One item's outcome and the figures behind it (verdict.json, the report's rows); the
+    runs' own facts (runtime, compile, timed runs, machine) come from ``RunFacts``."""
+
     case_id: str
     library: str
     family: str
@@ -135,11 +138,6 @@ class Verdict:
     t_agent: float | None = None
     t_base: float | None = None
     tau_time: float | None = None
-    t_first_run: float | None = None
-    compile_sec: float | None = None  # compiled tracks: not part of t_agent
-    compile_cached: bool | None = None
-    compile_pch: bool | None = None
-    cache_dropped: list[str] = field(default_factory=list)  # files the gated run cached that are no kernels
     timed_runs: list[float] = field(default_factory=list)
     timed_errors: list[float] = field(default_factory=list)  # each timed run's rel. L2 error
     run_difference: float | None = None  # largest ||u_timed - u_gated|| / ||u_ref|| on the grid
@@ -156,10 +154,6 @@ class Verdict:
     reference_norm: float | None = None
     submission: str = ""
     submission_fingerprint: str = ""  # hash of the solver and helpers that ran
-    runtime_version: str = ""
-    runtime_image: str | None = None  # the container backend: the image id the runs used
-    machine: str = ""  # the kind of machine the runs were timed on (a cluster worker's, or this one's)
-    worker: str = ""  # --pde-cluster: the Dask worker that ran it
     sandbox: str = ""
     runner: str = ""  # warm (forked from a zygote) or cold (a fresh interpreter per run)
     artifacts: str = ""
@@ -181,12 +175,16 @@ class Verdict:
         return self.outcome == "PASS"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)  # the item's own fields first, then the runs' facts: easier to read
+        return {**{name: data[name] for name in _OWN_FIELDS}, **data}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Verdict":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+_OWN_FIELDS = [name for name in Verdict.__dataclass_fields__ if name not in RunFacts.__dataclass_fields__]
 
 
 def calibration_setting(record: CaseRecord, library: str) -> dict | None:
@@ -315,16 +313,12 @@ class _Judge:
 
     def all_gates(self, done: Execution, item_dir: Path) -> None:
         verdict = self.verdict
-        verdict.runtime_version, verdict.runtime_image, verdict.machine, verdict.worker = (
-            done.runtime_version, done.runtime_image, done.machine, done.worker)
-        verdict.compile_sec, verdict.compile_cached, verdict.compile_pch = (
-            done.compile_sec, done.compile_cached, done.compile_pch)
+        verdict.take_facts(done)
         if done.compile_log is not None:
             (item_dir / "compile.log").write_text(done.compile_log)
         if done.compile_failure is None:
             (item_dir / "stdout.txt").write_text(done.stdout)
             (item_dir / "stderr.txt").write_text(done.stderr)
-            verdict.t_first_run, verdict.cache_dropped = done.t_first_run, done.cache_dropped
         inaccurate = self._gated_run(done, verdict, item_dir)
         # gate 3: runtime, over warm repeated runs, each of them judged as the gated run was
         verdict.timed_runs = list(done.timed_runs)

@@ -68,22 +68,37 @@ class RunOutputs:
     cpu_sec: float | None = None  # CPU time of the run's processes over its timed window
 
 
-@dataclass
-class Execution:
-    """What the runs of one task produced; judged by the gates."""
+@dataclass(kw_only=True)
+class RunFacts:
+    """What the runs measured that a verdict reports as it is: ``Execution`` carries them
+    from the runs, ``Verdict`` (evaluation.py) takes them over with ``take_facts``. The
+    timed runs are not among them: a verdict keeps those only once the gates reach them."""
 
     runtime_version: str = ""
-    runtime_image: str | None = None
-    compile_sec: float | None = None
+    runtime_image: str | None = None  # the container backend: the image id the runs used
+    compile_sec: float | None = None  # compiled tracks: not part of t_agent
     compile_cached: bool | None = None
     compile_pch: bool | None = None
+    t_first_run: float | None = None
+    cache_dropped: list[str] = field(default_factory=list)  # files the gated run cached that are no kernels
+    machine: str = ""  # the kind of machine that timed it (calibration.py)
+    worker: str = ""  # --pde-cluster: the Dask worker that ran it
+
+    def take_facts(self, other: "RunFacts") -> None:
+        for name in RunFacts.__dataclass_fields__:
+            value = getattr(other, name)
+            setattr(self, name, list(value) if isinstance(value, list) else value)
+
+
+@dataclass(kw_only=True)
+class Execution(RunFacts):
+    """What the runs of one task produced; judged by the gates."""
+
     compile_log: str | None = None
     compile_failure: str | None = None
     stdout: str = ""
     stderr: str = ""
-    t_first_run: float | None = None
     run_failure: str | None = None  # the gated run did not exit cleanly
-    cache_dropped: list[str] = field(default_factory=list)
     solution: bytes | None = None  # solution.npz as the gated run wrote it (binary outputs packed)
     meta: bytes | None = None
     output_failure: str | None = None  # the gated run's files break the output contract (F-Exec)
@@ -92,8 +107,7 @@ class Execution:
     timed_outputs: list[RunOutputs] = field(default_factory=list)  # one per timed run, in order
     timed_failure: str | None = None
     host: str = field(default_factory=socket.gethostname)
-    machine: str = field(default_factory=machine_key)  # the kind of machine that timed it (calibration.py)
-    worker: str = ""  # a cluster's worker address
+    machine: str = field(default_factory=machine_key)
     site_sec: float | None = None  # the whole execution where it ran (a cluster's overhead is the rest)
 
     @property
