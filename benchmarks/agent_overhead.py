@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from openai import OpenAI
+
+from pytest_pdebench.agents.mini_swe import SandboxEnvironment, _quiet_imports
+from pytest_pdebench.agents.proxy import MeteringProxy
+from pytest_pdebench.evaluation import Settings
+from pytest_pdebench.llm.registry import ModelSpec
+from pytest_pdebench.testing.llm_server import ScriptedServer
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "tests"), str(REPO)]  # tests/ first: its conftest, not the top-level one
-
-from openai import OpenAI  # noqa: E402
-
-from llm_server import ScriptedServer  # noqa: E402
-from pytest_pdebench.agents.mini_swe import SandboxEnvironment, _quiet_imports  # noqa: E402
-from pytest_pdebench.agents.proxy import MeteringProxy  # noqa: E402
-from pytest_pdebench.evaluation import Settings  # noqa: E402
-from pytest_pdebench.llm.registry import ModelSpec  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "x" * 4000}]  # a task-sized first message
 

@@ -25,10 +25,10 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from pytest_pdebench.testing.loopback import scheduler_address
 
-from pytest_pdebench.cluster import scheduler_address  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 # the quickest baseline of each family (as tests/test_docker_engine.py takes them)
 ITEMS = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037", "biharmonic_plate_unit_square_035",
          "elasticity_nu045_unit_square_noexact_003", "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008",

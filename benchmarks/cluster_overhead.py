@@ -19,22 +19,20 @@ import argparse
 import dataclasses
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from pytest_pdebench.cases import load_cases
+from pytest_pdebench.cluster.controller import Cluster
+from pytest_pdebench.evaluation import Settings, run_task
+from pytest_pdebench.speed import probe_seconds
+from pytest_pdebench.submissions import Submission
+from pytest_pdebench.testing.loopback import scheduler_address
+
+from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from pytest_pdebench.cases import load_cases  # noqa: E402
-from pytest_pdebench.cluster import Cluster, scheduler_address  # noqa: E402
-from pytest_pdebench.evaluation import Settings, run_task  # noqa: E402
-from pytest_pdebench.speed import probe_seconds  # noqa: E402
-from pytest_pdebench.submissions import Submission  # noqa: E402
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from harness_overhead import EXACT_SOLVER  # noqa: E402
 
 
 def tasks(count: int) -> list:

@@ -22,14 +22,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from pytest_pdebench.calibration import machine_key
+from pytest_pdebench.testing.loopback import scheduler_address
+
+from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from pytest_pdebench.calibration import machine_key  # noqa: E402
-from pytest_pdebench.cluster import scheduler_address  # noqa: E402
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from harness_overhead import EXACT_SOLVER  # noqa: E402
 
 
 def write_inputs(folder: Path, count: int) -> None:

@@ -20,10 +20,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from pytest_pdebench.testing.loopback import LoopbackCluster
 
-from pytest_pdebench.cluster import LoopbackCluster  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 QUICK_ENOUGH_SEC = 4.0  # items whose baseline is longer leave one worker alone at the end
 

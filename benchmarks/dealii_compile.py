@@ -16,18 +16,16 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from pytest_pdebench.libraries import detect_runtime, get_track
+from pytest_pdebench.libraries.cxx_toolchain import COMPILE_TIMEOUT_SEC, load_toolchain
+from pytest_pdebench.libraries.dealii import host_toolchain
+from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
 
-from pytest_pdebench.libraries import detect_runtime, get_track  # noqa: E402
-from pytest_pdebench.libraries.cxx_toolchain import COMPILE_TIMEOUT_SEC, load_toolchain  # noqa: E402
-from pytest_pdebench.libraries.dealii import host_toolchain  # noqa: E402
-from pytest_pdebench.sandbox import Limits, RunRequest, get_backend  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 ORACLE = REPO / "submissions" / "oracle" / "dealii"
 MINIMAL = "#include <deal.II/base/point.h>\nint main() { dealii::Point<2> p(1, 2); return p.norm() > 0 ? 0 : 1; }\n"

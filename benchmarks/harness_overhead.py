@@ -19,21 +19,19 @@ import argparse
 import dataclasses
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from pytest_pdebench.calibration import ResolvedThresholds
+from pytest_pdebench.cases import load_cases
+from pytest_pdebench.evaluation import Settings, evaluate
+from pytest_pdebench.libraries import detect_runtime, get_track
+from pytest_pdebench.sandbox import Limits, get_backend
+from pytest_pdebench.speed import probe_seconds
+from pytest_pdebench.submissions import Submission
 
-from pytest_pdebench.calibration import ResolvedThresholds  # noqa: E402
-from pytest_pdebench.cases import load_cases  # noqa: E402
-from pytest_pdebench.evaluation import Settings, evaluate  # noqa: E402
-from pytest_pdebench.libraries import detect_runtime, get_track  # noqa: E402
-from pytest_pdebench.sandbox import Limits, get_backend  # noqa: E402
-from pytest_pdebench.speed import probe_seconds  # noqa: E402
-from pytest_pdebench.submissions import Submission  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 EXACT_SOLVER = b"""
 import json

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE = REPO / "submissions" / "oracle" / "dolfinx"
-sys.path.insert(0, str(REPO))
 
 CASES = {
     "poisson": "poisson_basic",

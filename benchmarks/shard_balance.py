@@ -7,17 +7,15 @@ stored baselines; nothing runs). Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 
+from tabulate import tabulate
+
+from pytest_pdebench.cases import LIBRARIES, load_cases
+from pytest_pdebench.shards import assign, expected_cost
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from tabulate import tabulate  # noqa: E402
-
-from pytest_pdebench.cases import LIBRARIES, load_cases  # noqa: E402
-from pytest_pdebench.shards import assign, expected_cost  # noqa: E402
 
 
 def main() -> None:

@@ -43,13 +43,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from pytest_pdebench.calibration import CalibrationStore, machine_key
+from pytest_pdebench.cases import load_cases
+from pytest_pdebench.leaks import RUNGS, rung_errors
+from pytest_pdebench.report import outcome_table
 
-from pytest_pdebench.calibration import CalibrationStore, machine_key  # noqa: E402
-from pytest_pdebench.cases import load_cases  # noqa: E402
-from pytest_pdebench.leaks import RUNGS, rung_errors  # noqa: E402
-from pytest_pdebench.report import outcome_table  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros")
 SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "oracle-cluster": "submissions/oracle",
@@ -84,7 +83,7 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
         jobs = conditions.get("workers", jobs)
     cluster = None
     if rung == "oracle-cluster":  # the workers stand in for -n: one core each, as on a cluster
-        from pytest_pdebench.cluster import LoopbackCluster
+        from pytest_pdebench.testing.loopback import LoopbackCluster
 
         shutil.rmtree(OUT / "cluster", ignore_errors=True)
         cluster = LoopbackCluster(OUT / "cluster", workers=jobs)

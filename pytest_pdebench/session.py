@@ -24,7 +24,7 @@ from .submissions import DirectorySource
 
 if TYPE_CHECKING:
     from .attempts import Source
-    from .cluster import Cluster
+    from .cluster.controller import Cluster
     from .shards import Shard
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def _shard(value: str | None):
 
 def _cluster(config: pytest.Config, libraries: tuple[str, ...], settings: Settings):
     """The Dask cluster of --pde-cluster (controller only: it replaces pytest-xdist)."""
-    from .cluster import Cluster, ClusterError
+    from .cluster.controller import Cluster, ClusterError
 
     if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--pde-cluster spreads the items over the cluster's workers: leave out -n "

@@ -1,107 +1,26 @@
-"""Fixtures shared by the plugin's tests: a small case factory and runtime guards.
+"""Fixtures shared by the plugin's tests: the runtimes, the container engine and images,
+a Dask cluster, and the tiers the tests are marked with.
 
-Tests that need bubblewrap or DOLFINx skip where those are absent, except under CI
-(CI=true, set by `.ci/run`) or PDEBENCH_REQUIRE_FEM=1 (set by `make test`), where a
-missing runtime is a failure: the suite must never go green by skipping itself.
+The helpers the tests import (toy solvers, case records, calibrations, pytest runs in a
+subprocess, the runtime guards) are in ``pytest_pdebench.testing``, importable by name from
+tests and benchmarks alike. A missing runtime skips a test, or fails it where the runtime
+is required (``testing.missing``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
-import json
 import os
 import shutil
-import socket
-import threading
-from pathlib import Path
 
 import pytest
 
-from pytest_pdebench.calibration import case_fingerprint, machine_key
-
-REPO = Path(__file__).resolve().parent.parent
-# the public upstream data, read and never committed: CI clones the repository with shared/
-# beside it; PDEBENCH_UPSTREAM points elsewhere
-UPSTREAM = Path(os.environ.get("PDEBENCH_UPSTREAM", REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"))
-ORACLE = REPO / "submissions" / "oracle"
-STARTER = REPO / "tests" / "cases"  # the 53-case smoke suite (the shipped suite is cases/)
-# shared by the toy numpy solvers of the tests: the grid of a case, u = sin(pi x) sin(pi y)
-NUMPY_PRELUDE = """
-import json, time
-import numpy as np
-
-def grid(case_spec):
-    g = case_spec["eval_grid"]
-    x = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"])
-    y = np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
-    X, Y = np.meshgrid(x, y)
-    return x, y, np.sin(np.pi * X) * np.sin(np.pi * Y)
-
-def write(u, x, y, meta=True):
-    np.savez("solution.npz", u=u, x=x, y=y)
-    if meta:
-        json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"num_dofs": u.size}},
-                  open("meta.json", "w"))
-"""
-
-# writes u = sin(pi x) sin(pi y) (the exact solution of poisson_basic) as solution_grid.bin;
-# MPI is initialised on purpose: it must work in the network-less sandbox
-EXACT_CPP = r"""
-#include <deal.II/base/mpi.h>
-#include <deal.II/base/point.h>
-#include <nlohmann/json.hpp>
-#include <cmath>
-#include <fstream>
-#include <vector>
-// TOKEN
-int main(int argc, char **argv)
-{
-  dealii::Utilities::MPI::MPI_InitFinalize mpi(argc, argv, 1);
-  std::ifstream in(argv[1]);
-  const auto spec = nlohmann::json::parse(in)["case_spec"];
-  const auto &g = spec["eval_grid"];
-  const int nx = g["nx"], ny = g["ny"];
-  const auto b = g["bbox"].get<std::vector<double>>();
-  std::vector<double> u;
-  for (int j = 0; j < ny; ++j)
-    for (int i = 0; i < nx; ++i)
-      {
-        const dealii::Point<2> p(b[0] + i * (b[1] - b[0]) / (nx - 1), b[2] + j * (b[3] - b[2]) / (ny - 1));
-        u.push_back(std::sin(M_PI * p[0]) * std::sin(M_PI * p[1]));
-      }
-  DROP
-  std::ofstream(std::string(argv[2]) + "/solution_grid.bin", std::ios::binary)
-    .write(reinterpret_cast<const char *>(u.data()), std::streamsize(u.size() * sizeof(double)));
-  std::ofstream(std::string(argv[2]) + "/meta.json") << R"({"wall_time_sec": 0.01, "status": "success"})";
-  return 0;
-}
-"""
-
-
-def exact_cpp_program(token: str, drop_last: bool = False) -> str:
-    return EXACT_CPP.replace("TOKEN", token).replace("DROP", "u.pop_back();" if drop_last else "")
-
-
-
-REQUIRE_RUNTIMES = os.environ.get("CI") == "true" or os.environ.get("PDEBENCH_REQUIRE_FEM") == "1"
-
-
-# the container engine and images: required where the set-up provides them
-REQUIRE_CONTAINERS = os.environ.get("PDEBENCH_REQUIRE_CONTAINERS") == "1"
-
-
-def _missing(message: str, required: bool = REQUIRE_RUNTIMES):
-    if required:
-        pytest.fail(f"required runtime missing: {message}", pytrace=False)
-    pytest.skip(message)
+from pytest_pdebench.testing import REQUIRE_CONTAINERS, REQUIRE_RUNTIMES, dask_installed, missing, starter_records
 
 
 @pytest.fixture(scope="session")
 def bwrap_available():
     if shutil.which("bwrap") is None:
-        _missing("bubblewrap is not installed")
+        missing("bubblewrap is not installed")
 
 
 def _runtime(name: str, required: bool):
@@ -145,7 +64,7 @@ def container_engine(tmp_path_factory):
     try:
         service, host = start_podman_service(tmp_path_factory.mktemp("podman"))
     except ContainerError as exc:
-        _missing(str(exc), REQUIRE_CONTAINERS)
+        missing(str(exc), REQUIRE_CONTAINERS)
     os.environ["DOCKER_HOST"] = host  # the pytest runs started by tests inherit it
     try:
         yield host
@@ -162,7 +81,7 @@ def _image(track: str) -> str:
         build(track, log=lambda line: None)  # a no-op once the recipe's tag exists
         return image_for(track)[0]
     except ContainerError as exc:
-        _missing(str(exc), REQUIRE_CONTAINERS)
+        missing(str(exc), REQUIRE_CONTAINERS)
 
 
 @pytest.fixture(scope="session")
@@ -176,158 +95,11 @@ def dealii_image(container_engine):
     return _image("dealii")
 
 
-def docker_machine(image: str) -> str:
-    """The calibration key of runs in this image on this machine."""
-    return f"{machine_key()}+docker-{image.removeprefix('sha256:')[:12]}"
-
-
-@functools.lru_cache(maxsize=1)
-def _committed_records() -> dict[str, dict]:
-    lines = (STARTER / "starter.jsonl").read_text().splitlines()
-    return {data["id"]: data for data in map(json.loads, filter(None, lines))}
-
-
-def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **grid) -> dict:
-    """A starter record as plain JSON data, optionally renamed and with another grid size.
-
-    Its materialized thresholds are dropped: tests give calibrations explicitly.
-    """
-    data = copy.deepcopy(_committed_records()[case_id])
-    data["evaluation_metadata"].pop("thresholds", None)
-    if new_id:
-        data["id"] = new_id
-    data["case_spec"]["eval_grid"].update(grid)
-    return data
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-def write_calibration(directory: Path, library: str, records: list[dict], e_base: float, t_base: float,
-                      machine: str | None = None) -> Path:
-    """A calibration file for this machine (or the given calibration key) covering the given records."""
-    from pytest_pdebench.cases import CaseRecord
-
-    entries = {}
-    for data in records:
-        record = CaseRecord.model_validate(data)
-        entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record, library)}
-    path = directory / library / f"{machine or machine_key()}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"cases": entries}))
-    return directory
-
-
-# one case per family the DOLFINx track supports, the quickest baseline of each (calibration
-# mode: a baseline is measured, so nothing depends on a calibration of the runtime)
-DOLFINX_CASES = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037",
-                 "biharmonic_plate_unit_square_035", "elasticity_nu045_unit_square_noexact_003",
-                 "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008", "rd_linear_t_junction_016",
-                 "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026",
-                 "wave_c1_t_junction_027"]
-
-
-def processes_with(marker: str) -> list[int]:
-    """Processes whose command line holds the marker (to prove a timeout left none)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
-def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: float = 1e-4, t_base: float = 5.0,
-              nx: int = 20, ny: int = 20, machine: str | None = None) -> tuple[Path, Path]:
-    """One poisson_basic copy per solver (its id is the solver's key), calibrated with the
-    given baseline (under ``machine``'s key if given); returns (case file, submissions folder)."""
-    records = [record_dict(new_id=case_id, nx=nx, ny=ny) for case_id in solvers]
-    write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base, machine)
-    folder = tmp_path / "solvers" / library
-    folder.mkdir(parents=True)
-    suffix = ".cpp" if library == "dealii" else ".py"
-    for case_id, source in solvers.items():
-        (folder / f"{case_id}{suffix}").write_text(source)
-    return tmp_path / "cases.jsonl", folder.parent
-
-
-def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900,
-              launcher: tuple[str, ...] = ()):
-    """pytest in a subprocess over a case file and a solver folder on one track, with a
-    JSON report; returns (completed process, case_id -> verdict). ``launcher``: the
-    command that starts Python instead of sys.executable (it gets ``-m pytest ...``)."""
-    import subprocess
-    import sys
-
-    report = tmp_path / f"report-{library}.json"
-    if not any(arg.startswith("--pde-runs") for arg in extra):
-        extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
-    done = subprocess.run([*(launcher or [sys.executable]), "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
-                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
-                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
-                           *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    return done, (outcomes_from_report(report) if report.exists() else {})
-
-
-def assert_oracle_passes(tmp_path: Path, library: str, case_ids: list[str], max_error: float) -> None:
-    """The bundled oracle on these suite cases (calibration mode): every one PASS, with a
-    usable baseline below max_error and a converged solver."""
-    done, outcomes = run_track(tmp_path, library, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
-                               f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(case_ids))
-    assert sorted(outcomes) == sorted(case_ids), done.stdout[-3000:]
-    for case_id, verdict in outcomes.items():
-        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
-        assert verdict["e_base"] < max_error and verdict["calibration_problem"] is None, case_id
-        assert verdict["solver_info"].get("converged") is not False, case_id
-
-
-@contextlib.contextmanager
-def loopback_listener():
-    """A TCP server on the host's 127.0.0.1: yields (port, accepted connections); a
-    sandboxed solver must never show up in the list."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted = []
-
-    def accept():
-        server.settimeout(60)
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
-        yield server.getsockname()[1], accepted
-    finally:
-        server.close()
-        thread.join()
-
-
-def outcomes_from_report(path: Path) -> dict[str, dict]:
-    """case_id -> pde metadata of a pytest-json-report file."""
-    report = json.loads(Path(path).read_text())
-    return {t["metadata"]["pde"]["case_id"]: t["metadata"]["pde"] for t in report["tests"] if "metadata" in t}
-
-
-def dask_installed() -> None:
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        _missing("Dask is not installed (pip install 'pytest-pdebench[cluster]'; `make setup` does)")
-
-
 @pytest.fixture(scope="session")
 def dask_cluster(tmp_path_factory, dolfinx_available):
     """Two workers on loopback for the whole session (tests that kill workers start their own)."""
     dask_installed()
-    from pytest_pdebench.cluster import LoopbackCluster
+    from pytest_pdebench.testing.loopback import LoopbackCluster
 
     cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"))
     yield cluster
@@ -406,7 +178,7 @@ def pytest_collection_modifyitems(config, items):
             tiers |= {TIER_BY_ID_PART[part] for part in callspec.id.split("-") if part in TIER_BY_ID_PART}
         if item.path.name in TIER_BY_MODULE:
             tiers.add(TIER_BY_MODULE[item.path.name])
-        if _listed(item.nodeid, SLOW) or (_listed(item.nodeid, PER_RECORD) and callspec.id not in _committed_records()):
+        if _listed(item.nodeid, SLOW) or (_listed(item.nodeid, PER_RECORD) and callspec.id not in starter_records()):
             tiers.add("slow")
         for tier in sorted(tiers):
             item.add_marker(tier)

@@ -1,8 +1,9 @@
 """Code agents as sources (issue 14), over real processes: the scripted OpenAI-compatible
-server on loopback plays the model (tests/llm_server.py, models ``agent-*``), and a real
-mini-swe-agent loop or a real command agent (tests/data/agents/tiny_agent.py, run inside
-the sandbox with the openai client) does what it is told. Each containment script checks
-that the action ran and was contained, not just that the verdict failed."""
+server on loopback plays the model (``pytest_pdebench.testing.llm_server``, models
+``agent-*``), and a real mini-swe-agent loop or a real command agent
+(tests/data/agents/tiny_agent.py, run inside the sandbox with the openai client) does what
+it is told. Each containment script checks that the action ran and was contained, not just
+that the verdict failed."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, _missing, outcomes_from_report, record_dict, write_calibration, write_jsonl
-from llm_server import ScriptedServer
+from pytest_pdebench.testing import REPO, missing, outcomes_from_report, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing.llm_server import ScriptedServer
 
 pytestmark = pytest.mark.usefixtures("dolfinx_available")
 
@@ -74,7 +75,7 @@ def agent(request):
         import importlib.util
 
         if importlib.util.find_spec("minisweagent") is None:
-            _missing("mini-swe-agent: pip install 'pytest-pdebench[agents]' (make setup does)")
+            missing("mini-swe-agent: pip install 'pytest-pdebench[agents]' (make setup does)")
     return AGENTS[request.param]
 
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, record_dict, write_jsonl
 from pytest_pdebench.calibration import (Alphas, CalibrationStore, ResolvedThresholds, case_fingerprint,
                                          check_baseline, machine_key)
 from pytest_pdebench.cases import CaseRecord
+from pytest_pdebench.testing import NUMPY_PRELUDE, REPO, record_dict, write_jsonl
 
 
 def record(**changes) -> CaseRecord:
@@ -176,8 +176,6 @@ def test_update_cases_materializes_thresholds_into_records(tmp_path):
 def test_only_calibration_runs_get_the_calibration_settings(tmp_path):
     """The oracle calibrates with the record's setting (P1 on 16 cells here) and
     evaluates with its own strong one; the setting never reaches an evaluation run."""
-    from conftest import REPO
-
     data = record_dict(nx=20, ny=20)
     data["evaluation_metadata"]["calibration_config"] = {
         "source": "test", "settings": {"dolfinx": {"element_degree": 1, "cells_per_side": 16}}}

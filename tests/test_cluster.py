@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, REPO, dask_installed, outcomes_from_report, processes_with, toy_cases
-from pytest_pdebench.cluster import LoopbackCluster
+from pytest_pdebench.testing import (DOLFINX_CASES, NUMPY_PRELUDE, ORACLE, REPO, dask_installed, outcomes_from_report,
+                                     processes_with, run_track, toy_cases)
+from pytest_pdebench.testing.loopback import LoopbackCluster
 
 STOP_SEC = 60  # an interrupted controller stops in 1-16 s here (both cores busy, load average 7)
 
@@ -198,7 +199,7 @@ def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_controller(tmp_path, dask_
 def test_a_run_starting_as_its_owners_abort_comes_is_refused():
     """Issue 37: a task that began on a worker just before the abort of its interrupted
     controller, but whose run registers after it, must not run on for its whole length."""
-    from pytest_pdebench.cluster import abort_runs
+    from pytest_pdebench.cluster.worker import abort_runs
     from pytest_pdebench.sandbox import SandboxError, live_run, owned_by
 
     owner, killed = f"controller-{os.getpid()}-{time.monotonic_ns()}", []
@@ -238,7 +239,6 @@ def test_the_oracle_measures_the_same_on_the_cluster_as_here(tmp_path, dask_clus
     """The DOLFINx oracle on one case per family, calibrating (so no timing decides a
     verdict): the same outcomes, errors and meshes through the cluster as with xdist here,
     and the baselines filed under the machine of the workers that timed them."""
-    from conftest import DOLFINX_CASES, ORACLE, run_track
     from pytest_pdebench.calibration import machine_key
 
     selection = ("-k", " or ".join(DOLFINX_CASES), "--pde-calibrate")
@@ -262,8 +262,8 @@ def test_the_oracle_measures_the_same_on_the_cluster_as_here(tmp_path, dask_clus
 
 @pytest.fixture
 def slurm_node(tmp_path, dolfinx_available):
-    """A one-node Slurm cluster (slurm_node.py); skips, saying why, where it cannot start."""
-    from slurm_node import SlurmNode
+    """A one-node Slurm cluster (testing/slurm_node.py); skips, saying why, where it cannot start."""
+    from pytest_pdebench.testing.slurm_node import SlurmNode
 
     dask_installed()
     problem = SlurmNode.problem()
@@ -282,7 +282,6 @@ def slurm_node(tmp_path, dolfinx_available):
 def test_a_dolfinx_sample_runs_on_dask_workers_that_are_slurm_jobs(tmp_path, slurm_node, monkeypatch):
     """dask-jobqueue submits two one-core workers as Slurm jobs; the oracle's runs of three
     cases happen in those jobs and pass."""
-    from conftest import DOLFINX_CASES, ORACLE, run_track
     from dask_jobqueue import SLURMCluster
     from distributed import Client
 
@@ -320,8 +319,6 @@ EXACT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\
 
 def test_each_machine_class_is_calibrated_on_its_own_workers_and_judged_by_its_own_baselines(
         tmp_path, two_machine_classes):
-    from conftest import run_track
-
     cases, submissions = toy_cases(tmp_path, "dolfinx", {"first": EXACT, "second": EXACT})
     calibrations = tmp_path / "fresh-calibrations"
     cluster = f"--pde-cluster={two_machine_classes.address}"

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from conftest import (assert_oracle_passes, exact_cpp_program, loopback_listener, processes_with, run_track,
-                      toy_cases)
+from pytest_pdebench.testing import (assert_oracle_passes, exact_cpp_program, loopback_listener, processes_with,
+                                     run_track, toy_cases)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dealii_available")]
 

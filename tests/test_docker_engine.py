@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from conftest import (DOLFINX_CASES, NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report, record_dict,
-                      run_track, write_calibration, write_jsonl)
 from pytest_pdebench.sandbox import Limits, RunRequest
 from pytest_pdebench.sandbox.docker_backend import CASE_LABEL, LABEL, DockerBackend, labelled_containers
+from pytest_pdebench.testing import (DOLFINX_CASES, NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report,
+                                     record_dict, run_track, write_calibration, write_jsonl)
 
 # the last is meshed by the gmsh executable, which the image must hold as the host's runtime does
 DEALII_CASES = ["poisson_graded_kappa_l_shape_050", "heat_short_unit_square_robin_021", "stokes_nu01_unit_square_010",
@@ -144,7 +144,7 @@ def test_an_unusable_image_skips_its_items_and_says_why(container_engine, tmp_pa
 def model_run_in_containers(image: str, tmp_path, model: str, *extra: str) -> dict:
     """One toy case, its solver written by the scripted server's ``model`` (directly or
     through an agent), every run in containers; the item's verdict."""
-    from llm_server import ScriptedServer
+    from pytest_pdebench.testing.llm_server import ScriptedServer
 
     records = [record_dict(new_id="toy_a", nx=20, ny=20)]
     write_jsonl(tmp_path / "cases.jsonl", records)

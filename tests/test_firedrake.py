@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import (NUMPY_PRELUDE, ORACLE, assert_oracle_passes, loopback_listener, record_dict, run_track, toy_cases,
-                      write_calibration, write_jsonl)
+from pytest_pdebench.testing import (NUMPY_PRELUDE, ORACLE, assert_oracle_passes, loopback_listener, record_dict,
+                                     run_track, toy_cases, write_calibration, write_jsonl)
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("firedrake_available")]
 

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import pytest
 
-from conftest import NUMPY_PRELUDE as PRELUDE
-from conftest import docker_machine, outcomes_from_report, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing import NUMPY_PRELUDE as PRELUDE
+from pytest_pdebench.testing import docker_machine, outcomes_from_report, record_dict, write_calibration, write_jsonl
 
 E_BASE, T_BASE = 1e-4, 0.5  # tau_acc = 1e-3, tau_time = 1.5 s
 
@@ -67,7 +67,7 @@ def gate_run(request, tmp_path_factory):
         request.getfixturevalue(f"{library}_available")
     if "cluster" in sites:  # two one-thread workers instead of two xdist workers
         if "docker" in sites:  # workers of their own, which know where the engine is
-            from pytest_pdebench.cluster import LoopbackCluster
+            from pytest_pdebench.testing.loopback import LoopbackCluster
 
             cluster = LoopbackCluster(tmp_path_factory.mktemp("dask-docker"),
                                       env={"DOCKER_HOST": request.getfixturevalue("container_engine")})

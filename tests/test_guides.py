@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO, record_dict
+from pytest_pdebench.testing import REPO, record_dict
 
 GUIDES = {"dolfinx": REPO / "guides" / "DOLFINX_GUIDE.md", "firedrake": REPO / "guides" / "FIREDRAKE_GUIDE.md"}
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)

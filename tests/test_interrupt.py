@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing import NUMPY_PRELUDE, record_dict, write_calibration, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("dolfinx_available")
 

@@ -8,12 +8,11 @@ import functools
 import numpy as np
 import pytest
 
-from conftest import record_dict
 from pytest_pdebench import leaks, pdes
-from pytest_pdebench.boundaries import boundary_points, vanishing_function
-from pytest_pdebench.authoring.starter import DESIGNS, build_record
 from pytest_pdebench.authoring import mms
+from pytest_pdebench.authoring.starter import DESIGNS, build_record
 from pytest_pdebench.authoring.suite import SUITE_SIMPLIFY_LIMIT, suite_designs
+from pytest_pdebench.boundaries import boundary_points, vanishing_function
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.domains import TEMPLATES, resolve_geometry
 from pytest_pdebench.expressions import evaluate, expression_to_string

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from conftest import REPO, outcomes_from_report, record_dict, write_calibration, write_jsonl
-from llm_server import ScriptedServer
+from pytest_pdebench.testing import REPO, outcomes_from_report, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing.llm_server import ScriptedServer
 
 pytestmark = pytest.mark.usefixtures("dolfinx_available")
 

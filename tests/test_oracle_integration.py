@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ORACLE, REPO, STARTER, outcomes_from_report
+from pytest_pdebench.testing import ORACLE, REPO, STARTER, outcomes_from_report
 
 pytestmark = [pytest.mark.fem, pytest.mark.usefixtures("dolfinx_available")]
 

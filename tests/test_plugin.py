@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import ORACLE, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing import ORACLE, record_dict, write_calibration, write_jsonl
 
 
 @pytest.fixture

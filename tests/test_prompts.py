@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from conftest import REPO, STARTER
 from pytest_pdebench.cases import CalibrationConfig, CaseRecord, agent_view, load_cases
 from pytest_pdebench.llm.extract import extract_code
 from pytest_pdebench.prompts import feedback_of, feedback_prompt, single_shot_prompt
+from pytest_pdebench.testing import REPO, STARTER
 
 GUIDES = REPO / "guides"
 RECORDS = [r for folder in (REPO / "cases", STARTER) for _, _, r in load_cases(folder)]

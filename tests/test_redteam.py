@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import EXACT_CPP, NUMPY_PRELUDE, docker_machine, exact_cpp_program, run_track, toy_cases
 from pytest_pdebench import kernel_cache
 from pytest_pdebench.gates import GateFailure, read_solution_file
 from pytest_pdebench.grid import EvalGrid
 from pytest_pdebench.libraries.dolfinx import DolfinxTrack
 from pytest_pdebench.run_files import UnsafeOutput, read_run_file
+from pytest_pdebench.testing import EXACT_CPP, NUMPY_PRELUDE, docker_machine, exact_cpp_program, run_track, toy_cases
 
 E_BASE, T_BASE = 1e-4, 0.5  # tau_acc 1e-3, tau_time 1.5 s; the slow solvers sleep 2 s
 NX = NY = 20

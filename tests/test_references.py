@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import ORACLE, record_dict
 from pytest_pdebench.authoring.references import build_reference
 from pytest_pdebench.cases import CaseRecord
+from pytest_pdebench.testing import ORACLE, record_dict
 
 dolfinx = pytest.mark.usefixtures("dolfinx_available")
 

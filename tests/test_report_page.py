@@ -9,19 +9,19 @@ import subprocess
 
 import pytest
 
-from conftest import REQUIRE_RUNTIMES, _missing
 from test_report import json_report, verdict
 
 from pytest_pdebench.analysis.render import write_report
 from pytest_pdebench.analysis.runs import load_run
+from pytest_pdebench.testing import REQUIRE_RUNTIMES, missing
 
 
 @pytest.fixture(scope="module")
 def chromium():
     browser = shutil.which("chromium")
     if browser is None:
-        _missing("chromium is not installed (apt-get install chromium; `make setup` does it)",
-                 REQUIRE_RUNTIMES and os.environ.get("PDEBENCH_SKIP_BROWSER") != "1")
+        missing("chromium is not installed (apt-get install chromium; `make setup` does it)",
+                REQUIRE_RUNTIMES and os.environ.get("PDEBENCH_SKIP_BROWSER") != "1")
     return browser
 
 

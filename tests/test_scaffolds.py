@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from conftest import REPO, STARTER, record_dict, run_track, write_calibration, write_jsonl
 from pytest_pdebench.cases import CaseRecord, agent_view, load_cases
 from pytest_pdebench.scaffolds import scaffold_for
+from pytest_pdebench.testing import REPO, STARTER, record_dict, run_track, write_calibration, write_jsonl
 
 FILLED_DOLFINX = '''
 def build_mesh(case_spec):

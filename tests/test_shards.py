@@ -11,9 +11,9 @@ from collections import Counter
 
 import pytest
 
-from conftest import NUMPY_PRELUDE, REPO, run_track, toy_cases
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.shards import Shard, ShardError, assign, expected_cost, merge_reports
+from pytest_pdebench.testing import NUMPY_PRELUDE, REPO, run_track, toy_cases
 
 
 def suite_items(library: str = "dolfinx") -> list[tuple[str, str, float]]:

@@ -9,14 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ORACLE, REQUIRE_RUNTIMES, UPSTREAM, outcomes_from_report
-from pytest_pdebench.boundaries import boundary_points
 from pytest_pdebench.authoring.upstream import ImportProblem, convert_reaction, convert_record, import_file
+from pytest_pdebench.boundaries import boundary_points
 from pytest_pdebench.cases import CaseRecord, write_case_file
 from pytest_pdebench.domains import resolve_geometry
 from pytest_pdebench.expressions import evaluate, expression_to_string, parse_expression
 from pytest_pdebench.leaks import GridSample, leak_problems
 from pytest_pdebench.pdes import lap
+from pytest_pdebench.testing import ORACLE, REQUIRE_RUNTIMES, UPSTREAM, outcomes_from_report
 from pytest_pdebench.validation import check_leaks
 
 HIDDEN_KEYS = {"manufactured_solution", "oracle_solver", "resolution", "char_length", "stabilization", "degree",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import record_dict
+from pytest_pdebench.testing import record_dict
 
 
 def broken(change, new_id):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_track
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.leaks import RUNGS, rung_errors
+from pytest_pdebench.testing import REPO, run_track
 
 SUITE = REPO / "cases"
 DISHONEST = REPO / "tests" / "data" / "dishonest"

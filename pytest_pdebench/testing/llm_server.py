@@ -27,7 +27,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from conftest import NUMPY_PRELUDE, REPO, exact_cpp_program
+from . import NUMPY_PRELUDE, REPO, exact_cpp_program
 
 CORRECT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n    write(u, x, y)\n"
 BROKEN = "import dolfinx.no_such_module\n\ndef solve(case_spec):\n    pass\n"

@@ -1,150 +1,30 @@
-"""``--pde-cluster``: the runs of every item on the workers of a Dask cluster.
-
-The pytest session stays the controller: it collects, calls models, holds the references,
-thresholds and calibrations, judges and reports. A worker receives a ``RunTask`` (the
-agent view, the submission's files, the limits: ``execution.py``) and returns an
-``Execution`` (logs, the outputs' bytes, timings, its machine key); it never sees an
-answer. Work whose submission is known without generation (a folder of solvers) is
-submitted ahead, in item order, so the workers stay busy while the controller judges.
-
-A worker times one run at a time on a core of its own: workers must have one thread
-(``dask worker --nthreads 1``), and each pins itself to a core no other worker of its
-host holds when there are cores enough (``RunSite``), and declares its kind of machine as
-a Dask resource: an item's runs go only to workers of the class its baselines belong to.
+"""The controller's side of ``--pde-cluster``, in the pytest session: the workers' facts
+checked before any work is sent (one thread each, one runtime, their kinds of machine),
+an item's runs sent to a worker of the class its thresholds were measured on, and the
+results taken back for judging. Work whose submission is known without generation (a
+folder of solvers) is submitted ahead, in item order, so the workers stay busy while the
+controller judges; an interrupted controller kills its runs on the workers.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shutil
 import signal
-import tempfile
 import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from .execution import Execution, RunTask, execute
-
-try:
-    from distributed.diagnostics.plugin import WorkerPlugin
-except ImportError:  # the cluster extra is not installed: connect() says so
-    WorkerPlugin = object
+from ..execution import Execution, RunTask
+from .worker import RunSite, WorkerFacts, abort_runs, machine_resource, run_on_worker, worker_facts
 
 INSTALL_HINT = "--pde-cluster needs Dask: pip install 'pytest-pdebench[cluster]' (dask, distributed, dask-jobqueue)"
 CONNECT_TIMEOUT_SEC = 20
 AHEAD_PER_WORKER = 4  # runs sent ahead per worker: enough to keep it busy, few results waiting
 WAIT_SLICE_SEC = 1.0  # a wait for a run looks this often for an interrupt whose KeyboardInterrupt was lost
-CORE_LOCKS = Path(tempfile.gettempdir()) / "pdebench-cores"
 
 
 class ClusterError(RuntimeError):
     """The cluster cannot take the run (unreachable, unsuitable workers): the message says why."""
 
-
-@dataclass(frozen=True)
-class WorkerFacts:
-    address: str
-    host: str
-    machine: str  # calibration.machine_key() there
-    threads: int
-    runtimes: dict  # library -> {"version", "image"} or {"missing": reason}
-    core: int | None  # the core it is pinned to
-
-
-# ---- on the workers ----
-
-def machine_resource(machine: str) -> str:
-    """The Dask resource a worker of this kind of machine holds (one unit: one run at a time)."""
-    return f"pdebench-machine-{machine}"
-
-
-class RunSite(WorkerPlugin):
-    """Worker plugin (also run on workers that join later, restarted ones included): pin
-    the worker to a core no other worker of its host holds (a lock file per core, held for
-    the worker's life) when the host has a core per worker, and declare the worker's kind
-    of machine as a resource, so that an item's runs go only where its baselines belong."""
-
-    name = "pdebench-run-site"
-
-    async def setup(self, worker):
-        from .calibration import machine_key
-
-        self._lock = None  # the core's lock file, held open while the worker lives
-        self.core = self._pin()
-        await worker.set_resources(**{machine_resource(machine_key()): 1})
-
-    def _pin(self) -> int | None:
-        import fcntl
-
-        if not hasattr(os, "sched_setaffinity"):
-            return None
-        CORE_LOCKS.mkdir(exist_ok=True)
-        for core in sorted(os.sched_getaffinity(0)):
-            handle = open(CORE_LOCKS / f"core-{core}.lock", "w")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
-                continue
-            os.sched_setaffinity(0, {core})
-            self._lock = handle
-            return core
-        return None
-
-    def teardown(self, worker):
-        if self._lock is not None:
-            self._lock.close()
-
-
-def worker_facts(libraries: list[str], sandbox: str, images: dict, dask_worker=None) -> dict:
-    """What the controller needs to know about a worker before sending it work."""
-    from .calibration import machine_key
-    from .libraries import RuntimeMissing, detect_runtime
-
-    runtimes = {}
-    for library in libraries:
-        try:
-            runtime = detect_runtime(library, sandbox, images.get(library))
-            runtimes[library] = {"version": runtime.version, "image": runtime.image}
-        except RuntimeMissing as exc:
-            runtimes[library] = {"missing": str(exc)}
-    pin = dask_worker.plugins.get(RunSite.name)
-    return {"address": dask_worker.address, "host": os.uname().nodename, "machine": machine_key(),
-            "threads": dask_worker.state.nthreads, "runtimes": runtimes, "core": getattr(pin, "core", None)}
-
-
-def run_on_worker(task: RunTask, owner: str) -> Execution:
-    """A task's runs in a scratch folder of the worker, removed afterwards; they belong to
-    ``owner`` (the controller's session), whose abort ends them."""
-    from distributed import get_worker
-
-    from .sandbox import owned_by
-
-    worker = get_worker()
-    root = Path(worker.local_directory) / "pdebench-items"
-    root.mkdir(exist_ok=True)
-    workspace = Path(tempfile.mkdtemp(prefix=f"{task.library}-{task.case_id}-", dir=root))
-    start = time.perf_counter()
-    try:
-        with owned_by(owner):
-            done = execute(task, workspace)
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
-    done.worker, done.site_sec = worker.address, time.perf_counter() - start
-    return done
-
-
-def abort_runs(owner: str) -> int:
-    """Kill the runs of ``owner`` going on in this worker (its controller was interrupted)."""
-    from .sandbox import abort_live_runs
-
-    return abort_live_runs(owner)
-
-
-# ---- on the controller ----
 
 class _Executor:
     """``evaluation.Executor`` for a cluster: an item's runs on a worker of ``machine`` (the
@@ -334,77 +214,3 @@ class Cluster:
         except Exception:  # a scheduler already gone leaves nothing to cancel
             pass
         self.client.close()
-
-
-class LoopbackCluster:
-    """A Dask scheduler and ``workers`` one-thread workers (under one nanny process each)
-    on loopback, started as `dask scheduler` / `dask worker` are on a cluster (tests and
-    ``benchmarks/``); ``stop()`` ends them by process group. ``machines``: one worker per
-    name, each claiming to be that kind of machine (``PDEBENCH_MACHINE``), for tests of
-    clusters with several machine classes."""
-
-    def __init__(self, folder: Path, workers: int = 2, env: dict | None = None, machines: list[str] | None = None):
-        import subprocess
-        import sys
-
-        self.folder, self.scheduler_file = folder, folder / "scheduler.json"
-        self.processes = []
-        logs = folder / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-
-        def start(name: str, *argv: str, extra_env: dict | None = None):
-            with open(logs / f"{name}.log", "w") as log:
-                self.processes.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=log, stderr=log,
-                                                       env={**os.environ, **(env or {}), **(extra_env or {})},
-                                                       start_new_session=True))
-
-        start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-              "--no-dashboard", "--scheduler-file", str(self.scheduler_file))
-        deadline = time.monotonic() + 60
-        while not self.scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        worker = ("distributed.cli.dask_worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
-                  "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(folder / "workers"))
-        if machines:
-            workers = len(machines)
-            for machine in machines:
-                start(f"worker-{machine}", *worker, "--nworkers", "1", extra_env={"PDEBENCH_MACHINE": machine})
-        else:
-            start("workers", *worker, "--nworkers", str(workers))
-        from distributed import Client
-
-        with Client(scheduler_file=str(self.scheduler_file), timeout=60) as client:
-            client.wait_for_workers(workers, timeout=120)
-        self.address = json.loads(self.scheduler_file.read_text())["address"]
-
-    def log(self, name: str) -> str:
-        return (self.folder / "logs" / f"{name}.log").read_text(errors="replace")
-
-    def stop(self) -> None:
-        import signal
-
-        for process in reversed(self.processes):
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            try:
-                process.wait(timeout=20)
-            except Exception:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        time.sleep(0.5)
-
-
-@contextlib.contextmanager
-def scheduler_address(address: str | None, folder: Path, workers: int = 2):
-    """``address`` if one is given, else that of a loopback cluster of ``workers`` started
-    in ``folder`` for the block (``benchmarks/``)."""
-    if address:
-        yield address
-        return
-    local = LoopbackCluster(folder, workers=workers)
-    try:
-        yield local.address
-    finally:
-        local.stop()
