@@ -23,11 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_pdebench.calibration import case_fingerprint
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.cluster.controller import Cluster
 from pytest_pdebench.evaluation import Settings, run_task
+from pytest_pdebench.plan import ItemPlan
 from pytest_pdebench.speed import probe_seconds
-from pytest_pdebench.submissions import Submission
+from pytest_pdebench.sources import Submission
 from pytest_pdebench.testing.loopback import scheduler_address
 
 from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
@@ -38,7 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 def tasks(count: int) -> list:
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
-    task = run_task(record, "dolfinx", submission, Settings(output_dir=Path("."), runs=1))
+    plan = ItemPlan(record, "dolfinx", None, Path("."), case_fingerprint(record, "dolfinx"), None)
+    task = run_task(plan, submission, Settings(output_dir=Path("."), runs=1))
     # the same item under distinct ids: the scheduler sees count different tasks
     return [dataclasses.replace(task, case_id=f"{record.id}-{index}") for index in range(count)]
 

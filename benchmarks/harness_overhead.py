@@ -23,13 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_pdebench.calibration import ResolvedThresholds
+from pytest_pdebench.calibration import ResolvedThresholds, case_fingerprint
 from pytest_pdebench.cases import load_cases
-from pytest_pdebench.evaluation import Settings, evaluate
+from pytest_pdebench.evaluation import Settings, evaluate, item_directory
 from pytest_pdebench.libraries import detect_runtime, get_track
 from pytest_pdebench.sandbox import Limits, get_backend
+from pytest_pdebench.plan import ItemPlan
 from pytest_pdebench.speed import probe_seconds
-from pytest_pdebench.submissions import Submission
+from pytest_pdebench.sources import Submission
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -99,7 +100,9 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
         settings = Settings(output_dir=Path(tmp), runner=runner, runs=runs)
         for _ in range(repeats):
             started = time.perf_counter()
-            verdict = evaluate(record, library, submission, "benchmark", thresholds, settings, REPO / "tests" / "cases")
+            plan = ItemPlan(record, library, REPO / "tests" / "cases", item_directory(settings, library, record.id),
+                            case_fingerprint(record, library), thresholds)
+            verdict = evaluate(plan, submission, "benchmark", settings)
             elapsed = time.perf_counter() - started
             assert verdict.outcome == "PASS", verdict.reason
             figures.append((elapsed, verdict.t_first_run + sum(verdict.timed_runs)))

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cases import CaseRecord
 from .evaluation import VERDICT_FILE, Verdict
+from .plan import ItemPlan
 from .prompts import feedback_of
 from .sources import Draft, Feedback, Source, Submission  # noqa: F401  (Draft, Feedback: imported from here too)
 
@@ -26,8 +26,9 @@ from .sources import Draft, Feedback, Source, Submission  # noqa: F401  (Draft, 
 Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict
 
 
-def run_attempts(source: Source, record: CaseRecord, library: str, item_dir: Path, gates: Gates) -> Verdict:
+def run_attempts(source: Source, plan: ItemPlan, gates: Gates) -> Verdict:
     """Attempts 1..N of one item; the verdict of the last, with every attempt summarised."""
+    record, library, item_dir = plan.record, plan.library, plan.item_dir
     history: list[dict] = []
     feedback = None
     for attempt in range(1, source.attempts + 1):

@@ -158,11 +158,13 @@ class CalibrationStore:
     def entries(self, library: str) -> dict:
         return self._file(library)["cases"]
 
-    def thresholds(self, record: CaseRecord, library: str, alphas: Alphas) -> ResolvedThresholds | None:
-        """Thresholds for one item, or None if no calibration covers it."""
+    def thresholds(self, record: CaseRecord, library: str, alphas: Alphas,
+                   fingerprint: str | None = None) -> ResolvedThresholds | None:
+        """Thresholds for one item, or None if no calibration covers it; ``fingerprint``:
+        the item's case fingerprint where the caller has it already."""
         factors = alphas.resolve(record)
         entry = self.entries(library).get(record.id)
-        if entry and entry.get("fingerprint") == case_fingerprint(record, library):
+        if entry and entry.get("fingerprint") == (fingerprint or case_fingerprint(record, library)):
             return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors,
                                                     str(self.path(library)))
         stored = record.evaluation_metadata.thresholds.get(library)

@@ -303,7 +303,7 @@ def _coarsen_settings(records: list, library: str, calibrations: Path, own: bool
     from .authoring.calibration_configs import COARSEN_MARGIN, coarsened
     from .calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
                               materialize)
-    from .submissions import oracle_fingerprint
+    from .sources.folder import oracle_fingerprint
 
     store = CalibrationStore(calibrations)
     entries = store.entries(library)
@@ -425,7 +425,7 @@ def _calibration_summary(args) -> int:
     from .cases import load_cases
     from .report import calibration_tables
     from .speed import baselines_line
-    from .submissions import oracle_fingerprint
+    from .sources.folder import oracle_fingerprint
 
     store = CalibrationStore(Path(args.calibrations))
     rows = []

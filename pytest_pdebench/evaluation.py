@@ -51,19 +51,20 @@ import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from . import gates, metrics
-from .calibration import Alphas, ResolvedThresholds, case_fingerprint, check_baseline
+from .calibration import Alphas, check_baseline
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
+from .plan import ItemPlan
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .reference import reference_fields
 from .sandbox import Limits
-from .submissions import Submission
+from .sources import Submission
 
 VERDICT_FILE = "verdict.json"
 # bumped when what a verdict means changes (2: outputs read without links, kernel store),
@@ -200,8 +201,11 @@ def item_directory(settings: Settings, library: str, case_id: str, machine: str 
     return (folder / machine if machine else folder) / case_id
 
 
-def _fingerprint(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings) -> str:
-    parts = [HARNESS_REVISION, case_fingerprint(record, library), library, submission.fingerprint,
+def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> str:
+    """What a resumed verdict must have been earned with: harness rules, case, submission,
+    thresholds and the settings that change what is timed."""
+    library, thresholds = plan.library, plan.thresholds
+    parts = [HARNESS_REVISION, plan.case_fingerprint, library, submission.fingerprint,
              asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec, settings.calibrate,
              settings.sandbox]
     if settings.sandbox == "docker":  # another image is another runtime
@@ -226,15 +230,14 @@ def _reusable_verdict(item_dir: Path, fingerprint: str, settings: Settings) -> V
     return previous if previous and previous.fingerprint == fingerprint else None
 
 
-def will_run(record: CaseRecord, library: str, submission: Submission, thresholds, settings: Settings,
-             item_dir: Path) -> bool:
+def will_run(plan: ItemPlan, submission: Submission, settings: Settings) -> bool:
     """Whether ``evaluate`` would run this submission (not: a verdict to resume from)."""
-    fingerprint = _fingerprint(record, library, submission, thresholds, settings)
-    return _reusable_verdict(item_dir, fingerprint, settings) is None
+    return _reusable_verdict(plan.item_dir, _fingerprint(plan, submission, settings), settings) is None
 
 
-def run_task(record: CaseRecord, library: str, submission: Submission, settings: Settings) -> RunTask:
+def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunTask:
     """What the run site needs for this item: the agent's view, never the answer."""
+    record, library = plan.record, plan.library
     timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
     return RunTask(library=library, case_id=record.id, case_spec=agent_view(record, library),
                    output_names=tuple(record.case_spec.output.arrays), submission=submission,
@@ -243,25 +246,22 @@ def run_task(record: CaseRecord, library: str, submission: Submission, settings:
                    calibration_setting=calibration_setting(record, library) if settings.calibrate else None)
 
 
-Executor = Callable[[RunTask, Path, Callable[[Execution], bool]], Execution]
-
-
-def evaluate(record: CaseRecord, library: str, submission: Submission, source_label: str,
-             thresholds: ResolvedThresholds | None, settings: Settings, case_dir: Path | None,
-             item_dir: Path | None = None, executor: Executor | None = None) -> Verdict:
+def evaluate(plan: ItemPlan, submission: Submission, source_label: str, settings: Settings,
+             item_dir: Path | None = None) -> Verdict:
     """Run the gates for one item and write its verdict.json (in ``item_dir``, by default
-    the item's folder). The runs happen through ``executor`` (default: ``execute`` in
-    this process; a cluster's sends the task to a worker). Raises RuntimeMissing."""
-    item_dir = item_dir or item_directory(settings, library, record.id)
-    fingerprint = _fingerprint(record, library, submission, thresholds, settings)
+    the plan's item folder). The runs happen through the plan's executor (default:
+    ``execute`` in this process; a cluster's sends the task to a worker). Raises RuntimeMissing."""
+    record, library, thresholds = plan.record, plan.library, plan.thresholds
+    item_dir = item_dir or plan.item_dir
+    fingerprint = _fingerprint(plan, submission, settings)
     previous = _reusable_verdict(item_dir, fingerprint, settings)
     if previous:
         return previous
-    task = run_task(record, library, submission, settings)
+    task = run_task(plan, submission, settings)
     verdict = Verdict.for_item(
         record, library, source_label, submission=submission.origin, submission_fingerprint=submission.fingerprint,
         sandbox=settings.sandbox, runner=task.runner, artifacts=str(item_dir), fingerprint=fingerprint,
-        case_fingerprint=case_fingerprint(record, library),
+        case_fingerprint=plan.case_fingerprint,
     )
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base
@@ -272,9 +272,9 @@ def evaluate(record: CaseRecord, library: str, submission: Submission, source_la
     item_dir.mkdir(parents=True)
     for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
         (item_dir / name).write_bytes(content)
-    judge = _Judge(record, verdict, thresholds, settings, case_dir)
+    judge = _Judge(record, verdict, thresholds, settings, plan.case_dir)
     judge.prepare()  # the reference before any run: a missing one stops here
-    done = (executor or execute)(task, item_dir, judge.worth_timing)
+    done = (plan.executor or execute)(task, item_dir, judge.worth_timing)
     try:
         if done.timed and not judge.worth_timing(done):  # a run site that times everything: as if it had not
             done.without_timing()

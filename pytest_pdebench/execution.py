@@ -25,7 +25,7 @@ from .kernel_cache import Harvest, KernelCache
 from .libraries import detect_runtime, get_track
 from .run_folders import Scratch, freeze_tree, remove_tree
 from .sandbox import RUNNER, Limits, get_backend
-from .submissions import Submission
+from .sources import Submission
 
 # written beside case_spec.json in calibration runs only: the oracle's calibration settings
 CALIBRATION_SETTING_FILE = "calibration_config.json"
@@ -225,6 +225,10 @@ def unreadable(failure: Exception) -> str:
     if isinstance(failure, gates.GateFailure):
         return failure.reason
     return f"the outputs could not be read ({type(failure).__name__}: {str(failure)[:200]})"
+
+
+# where an item's runs happen: ``execute`` here, or a cluster's executor (cluster/controller.py)
+Executor = Callable[[RunTask, Path, Callable[[Execution], bool]], Execution]
 
 
 def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool] | None = None) -> Execution:

@@ -10,6 +10,7 @@ import pytest
 from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
 from .gates import GateFailure
 from .libraries import RuntimeMissing
+from .placement import NoCalibration
 from .reference import ReferenceError
 from .sources import NotRun
 
@@ -140,6 +141,8 @@ class CaseItem(pytest.Item):
             verdict = run.evaluate(self.record, self.library, self.path.parent, self.machine)
         except NotRun as exc:  # budget spent or not in the replay cache: not a failure
             pytest.skip(f"not run: {exc}")
+        except NoCalibration as exc:
+            pytest.fail(str(exc), pytrace=False)
         self.user_properties.append(("pde", verdict.to_dict()))
         if verdict.calibration_problem:
             raise CalibrationRejected(f"baseline rejected: {verdict.calibration_problem}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,21 +17,20 @@ import pytest
 
 from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
+from .attempts import run_attempts
 from .evaluation import Settings, Verdict, evaluate
 from .libraries import RuntimeMissing
-from .submissions import DirectorySource
+from .placement import PdeBenchWarning, Placement  # noqa: F401  (PdeBenchWarning: imported from here too)
+from .scheduling import RunAhead
+from .sources import Source
+from .sources.folder import DirectorySource
 
 if TYPE_CHECKING:
-    from .attempts import Source
     from .cluster.controller import Cluster
     from .shards import Shard
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
-
-
-class PdeBenchWarning(UserWarning):
-    pass
 
 
 def _bundled(rootdir: Path, name: str) -> Path:
@@ -129,24 +127,26 @@ def pin_worker(config: pytest.Config) -> None:
 
 @dataclass
 class PdeRun:
+    """The session: its options as parsed, where items are placed (``placement``), the runs
+    sent ahead on a cluster (``ahead``), the verdicts so far and the report's metadata."""
+
     config: pytest.Config
     cases_path: Path
     libraries: tuple[str, ...]
-    source: "Source"  # a folder of solvers, a model or a code agent (attempts.py)
+    source: Source  # a folder of solvers, a model or a code agent (sources.py)
     settings: Settings
     store: CalibrationStore
     validate: bool = False
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
     cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
-    _stores: dict = field(default_factory=dict)  # machine -> CalibrationStore (store_for)
-    # --pde-cluster: (record, library, machine) of the items sent ahead, in order, and the next to send
-    _queued: list = field(default_factory=list)
-    _queue_position: dict = field(default_factory=dict)
-    _queue_next: int = 0
     shard: "Shard | None" = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
     _speed_probe: float | None = None
+
+    def __post_init__(self):
+        self.placement = Placement(self.settings, self.store, self.cluster)
+        self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "PdeRun | None":
@@ -176,7 +176,7 @@ class PdeRun:
             images=_image_overrides(opt.pde_image), runner=opt.pde_runner,
         )  # the output folder below, once the source has named the run
         if opt.pde_model:
-            from .generation import model_source_from_options
+            from .sources.model import model_source_from_options
 
             source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
             label = source.run_label
@@ -199,88 +199,31 @@ class PdeRun:
                    static_only=opt.pde_validate_static, cluster=cluster, shard=_shard(opt.pde_shard))
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
-        """The item's verdict; ``machine``: the class of a cluster's workers it calibrates."""
-        from .attempts import run_attempts
-        from .evaluation import item_directory
-
-        # before any model call: no money spent on a non-starter
-        thresholds, executor = self._thresholds_and_executor(record, library, machine)
+        """The item's verdict; ``machine``: the class of a cluster's workers it calibrates.
+        Raises placement.NoCalibration."""
+        # planned before any model call: no money spent on an item that cannot be judged
+        plan = self.placement.plan(record, library, case_dir, machine)
 
         def gates(submission, attempt_dir):
-            return evaluate(record, library, submission, self.source.label, thresholds, self.settings, case_dir,
-                            item_dir=attempt_dir, executor=executor)
+            return evaluate(plan, submission, self.source.label, self.settings, item_dir=attempt_dir)
 
-        self._skip_queue_to(record, library, machine)
+        if self.ahead is not None:
+            self.ahead.turn_of(plan)
         try:
-            return run_attempts(self.source, record, library,
-                                item_directory(self.settings, library, record.id, machine), gates)
+            return run_attempts(self.source, plan, gates)
         finally:
-            if self.cluster is not None:
-                self.cluster.discard(library, record.id)  # runs sent ahead that its evaluation never took
-                self.top_up()
+            if self.ahead is not None:
+                self.ahead.done_with(plan)
 
     def calibration_classes(self) -> list[str | None]:
-        """The machine classes each record is calibrated on: every class of a cluster's
-        workers when there are several (one item per class), else [None] (one item)."""
-        if self.cluster is None or not self.settings.calibrate or len(self.cluster.machines()) < 2:
-            return [None]
-        return list(self.cluster.machines())
-
-    def _thresholds_and_executor(self, record: CaseRecord, library: str, machine: str | None = None):
-        """The item's thresholds and where its runs go: here, or (``--pde-cluster``) the workers
-        of the first machine class that has a calibration for it, its own before a borrowed one
-        (calibrating: the workers of ``machine``, or of the only class)."""
-        if self.cluster is None:
-            return self._thresholds(record, library, self.store), None
-        classes = self.cluster.machines()
-        if self.settings.calibrate:
-            return None, self.cluster.executor(machine or next(iter(classes)))
-        found = [(self.store_for(machine).thresholds(record, library, self.settings.alphas), machine)
-                 for machine in classes]
-        found = sorted((entry for entry in found if entry[0] is not None), key=lambda entry: entry[0].foreign_machine)
-        if not found:
-            pytest.fail(f"no calibration for case {record.id!r} on {library} for the machines of the cluster's "
-                        f"workers ({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
-                        f"`pdebench calibrate --library {library} --cluster {self.cluster.address}` first",
-                        pytrace=False)
-        thresholds, machine = found[0]
-        self._warn_if_foreign(record, library, thresholds, self.store_for(machine))
-        return thresholds, self.cluster.executor(machine)
-
-    def store_for(self, machine: str) -> CalibrationStore:
-        """The calibrations of another kind of machine (a cluster's workers), read once."""
-        if machine == self.store.machine:
-            return self.store
-        if machine not in self._stores:
-            self._stores[machine] = CalibrationStore(self.store.directory, machine=machine,
-                                                     runtime_tag=self.settings.runtime_tag)
-        return self._stores[machine]
-
-    def _thresholds(self, record: CaseRecord, library: str, store: CalibrationStore):
-        thresholds = None
-        if not self.settings.calibrate:
-            thresholds = store.thresholds(record, library, self.settings.alphas)
-            if thresholds is None:
-                pytest.fail(
-                    f"no calibration for case {record.id!r} on {library} (machine {store.machine_for(library)}): "
-                    f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first", pytrace=False)
-            self._warn_if_foreign(record, library, thresholds, store)
-        return thresholds
-
-    @staticmethod
-    def _warn_if_foreign(record: CaseRecord, library: str, thresholds, store: CalibrationStore) -> None:
-        if thresholds.foreign_machine:
-            warnings.warn(PdeBenchWarning(
-                f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
-                f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures "
-                "one there"))
+        return self.placement.calibration_classes()
 
     def write_calibration(self) -> dict[str, Path]:
         """Store the baselines of the passing calibration items (controller only)."""
         written = {}
         # each baseline goes to the machine that timed it (a cluster's worker, or this one)
         for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in self.verdicts}):
-            store = self.store_for(machine)
+            store = self.placement.store_for(machine)
             entries = {
                 v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
                                "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
@@ -309,45 +252,9 @@ class PdeRun:
         return mine, [item for item in items if shard_of.get(item.nodeid, 1) != self.shard.index]
 
     def prefetch(self, items) -> None:
-        """--pde-cluster: items whose submission needs no generation (a folder of solvers)
-        have their runs sent to the workers ahead of their turn, in item order, keeping
-        ``cluster.ahead`` in flight (workers busy, results waiting on them bounded)."""
-        if self.cluster is None or not getattr(self.source, "prefetchable", False):
-            return
-        self._queued = [(item.record, item.library, item.machine) for item in items if hasattr(item, "record")]
-        self._queue_position = {(r.id, library, machine): k for k, (r, library, machine) in enumerate(self._queued)}
-        self.top_up()
-
-    def _skip_queue_to(self, record: CaseRecord, library: str, machine: str | None) -> None:
-        """The item whose turn it is will not be sent ahead again (if it was not yet, its own
-        evaluation sends it now); the queue goes on after it."""
-        position = self._queue_position.get((record.id, library, machine))
-        if position is not None and position >= self._queue_next:
-            self._queue_next = position + 1
-
-    def top_up(self) -> int:
-        """Send queued items until ``cluster.ahead`` runs are in flight; returns how many."""
-        from .evaluation import item_directory, run_task, will_run
-
-        sent = 0
-        while self._queue_next < len(self._queued) and self.cluster.in_flight() < self.cluster.ahead:
-            record, library, machine = self._queued[self._queue_next]
-            self._queue_next += 1
-            draft = self.source.draft(record, library, None, 1, None)
-            if draft.submission is None:
-                continue
-            try:
-                with warnings.catch_warnings():  # the item warns itself
-                    warnings.simplefilter("ignore")
-                    thresholds, executor = self._thresholds_and_executor(record, library, machine)
-                self.settings.runtime(library)
-            except (pytest.fail.Exception, RuntimeMissing):
-                continue  # the item says why itself
-            if will_run(record, library, draft.submission, thresholds, self.settings,
-                        item_directory(self.settings, library, record.id, machine)):
-                executor.send(run_task(record, library, draft.submission, self.settings))
-                sent += 1
-        return sent
+        """--pde-cluster: send the runs of the collected items ahead (scheduling.py)."""
+        if self.ahead is not None:
+            self.ahead.prefetch(items)
 
     def close(self) -> None:
         if self.cluster is not None:

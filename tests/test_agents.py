@@ -211,7 +211,7 @@ def test_resume_replays_finished_agents_without_new_calls(bench, server, agent):
 def test_the_proxy_forwards_only_with_its_own_token_and_replaces_the_model(server, tmp_path):
     from openai import AuthenticationError, OpenAI
 
-    from pytest_pdebench.agents.proxy import MeteringProxy
+    from pytest_pdebench.sources.agents.proxy import MeteringProxy
     from pytest_pdebench.llm.registry import ModelSpec
 
     spec = ModelSpec(name="agent-correct", model="agent-correct", base_url=server.url,

@@ -225,7 +225,7 @@ def test_strong_oracle_errors_survive_a_new_calibration_and_go_stale_with_the_ca
 
 
 def test_the_oracle_fingerprint_follows_its_code():
-    from pytest_pdebench.submissions import oracle_fingerprint
+    from pytest_pdebench.sources.folder import oracle_fingerprint
 
     case = record()
     assert oracle_fingerprint(case, "dolfinx") != oracle_fingerprint(case, "dealii")
@@ -296,7 +296,7 @@ def test_calibration_configs_coarsen_uses_the_stored_strong_oracle_and_keeps_adj
     store = CalibrationStore(tmp_path / "calibrations")
     fingerprint = case_fingerprint(fine, "dolfinx")
     store.write("dolfinx", {fine.id: {"e_base": 3.5e-6, "t_base": 2.0, "fingerprint": fingerprint}})
-    from pytest_pdebench.submissions import oracle_fingerprint
+    from pytest_pdebench.sources.folder import oracle_fingerprint
 
     store.write_strong_oracle("dolfinx", {fine.id: {"e_strong": 3.5e-4, "t_strong": 1.0, "outcome": "F-Acc",
                                                     "fingerprint": fingerprint,

@@ -37,7 +37,7 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_persist(tmp_pat
     cache of a submission outlives its item."""
     from pytest_pdebench.libraries import detect_runtime
     from pytest_pdebench.libraries import kernel_store_root, store_name
-    from pytest_pdebench.submissions import DirectorySource
+    from pytest_pdebench.sources.folder import DirectorySource
     from pytest_pdebench.cases import CaseRecord
 
     secret = tmp_path / "evaluator_only.txt"

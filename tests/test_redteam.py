@@ -651,7 +651,7 @@ def test_a_run_cannot_tell_which_run_it_is(runner, dolfinx_available, tmp_path):
     item's folder or the submission."""
     from pytest_pdebench.execution import RunTask, execute
     from pytest_pdebench.sandbox import Limits
-    from pytest_pdebench.submissions import Submission
+    from pytest_pdebench.sources import Submission
 
     case_id = f"view_probe_{uuid.uuid4().hex[:8]}"
     submission = Submission("view_solver.py", {"view_solver.py": VIEW_SOLVER.encode()}, origin="test")

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from pytest_pdebench.libraries import thread_env
-from pytest_pdebench.sandbox import Limits, RunRequest, get_backend
-from pytest_pdebench.sandbox.warm import WarmSpec
+from pytest_pdebench.sandbox import Limits, RunRequest, WarmSpec, get_backend
 from pytest_pdebench.testing import REPO, loopback_listener, processes_with
 
 @dataclass

@@ -29,14 +29,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sources import Draft, Feedback, NotRun
-from ..calibration import case_fingerprint
-from ..cases import CaseRecord, agent_view
-from ..llm.cache import SpendLedger
-from ..llm.registry import ModelSpec
-from ..prompts import agent_answer, agent_feedback_task, single_shot_prompt
-from ..run_files import UnsafeOutput, read_run_file
-from ..submissions import HELPER_SUFFIXES, Submission
+from ...calibration import case_fingerprint
+from ...cases import CaseRecord, agent_view
+from ...llm.cache import SpendLedger
+from ...llm.registry import ModelSpec
+from ...prompts import agent_answer, agent_feedback_task, single_shot_prompt
+from ...run_files import UnsafeOutput, read_run_file
+from .. import Draft, Feedback, NotRun, Submission
+from ..folder import HELPER_SUFFIXES
 from .proxy import MeteringProxy
 
 MINI_SWE_AGENT = "mini-swe-agent"

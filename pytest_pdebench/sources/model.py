@@ -18,15 +18,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cases import CaseRecord, agent_view
+from ..llm.cache import ResponseCache, SpendLedger
+from ..llm.client import Completion, ModelCallFailed, ModelClient
+from ..llm.extract import extract_code
+from ..llm.registry import ModelSpec
+from ..prompts import feedback_prompt, single_shot_prompt
+from . import Draft, Feedback, NotRun, Submission
 from .agents import agent_source
-from .cases import CaseRecord, agent_view
-from .llm.cache import ResponseCache, SpendLedger
-from .llm.client import Completion, ModelCallFailed, ModelClient
-from .llm.extract import extract_code
-from .llm.registry import ModelSpec
-from .prompts import feedback_prompt, single_shot_prompt
-from .sources import Draft, Feedback, NotRun  # noqa: F401  (NotRun: imported from here too)
-from .submissions import Submission
 
 NO_CODE = "no code in response"
 
@@ -100,7 +99,7 @@ class ModelSource:
         return completion, False
 
     def base_prompt(self, record: CaseRecord, library: str) -> str:
-        from .scaffolds import scaffold_for
+        from ..scaffolds import scaffold_for
 
         view = agent_view(record, library)
         scaffold = scaffold_for(view) if self.prompt_mode == "template" else None
@@ -112,7 +111,7 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
     bad name, file or missing key is a UsageError before any case runs."""
     import pytest
 
-    from .llm.registry import RegistryError, api_key, resolve_model
+    from ..llm.registry import RegistryError, api_key, resolve_model
 
     if opt.pde_attempts < 1:
         raise pytest.UsageError("--pde-attempts must be at least 1")
@@ -125,7 +124,7 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
     if opt.pde_prompt == "template":
-        from .scaffolds import SUPPORTED
+        from ..scaffolds import SUPPORTED
 
         wanted = [name for value in (opt.pde_library or []) for name in value.split(",") if name.strip()]
         if not wanted or set(wanted) - set(SUPPORTED):

@@ -15,8 +15,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from ..libraries import get_track
-from ..sandbox import Limits, get_backend
+from ...libraries import get_track
+from ...sandbox import Limits, get_backend
 from . import AGENT_CACHE, AgentEnd, AgentSource, literal
 from .proxy import MeteringProxy
 

@@ -16,8 +16,8 @@ import json
 import os
 from pathlib import Path
 
-from ..libraries import get_track
-from ..sandbox import Limits, get_backend
+from ...libraries import get_track
+from ...sandbox import Limits, get_backend
 from . import AGENT_CACHE, AgentEnd, AgentSource, literal
 
 DONE_WORD = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's end-of-task signal

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ..llm.cache import SpendLedger
-from ..llm.registry import ModelSpec
+from ...llm.cache import SpendLedger
+from ...llm.registry import ModelSpec
 
 REFUSED = 403  # not retried by the openai client, unlike 429
 

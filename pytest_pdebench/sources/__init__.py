@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .cases import CaseRecord
+from ..cases import CaseRecord
 
 
 @dataclass(frozen=True)

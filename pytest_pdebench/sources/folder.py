@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cases import CaseRecord
-from .libraries import get_track
-from .sources import Draft, Submission  # noqa: F401  (Submission: imported from here by much of the package)
+from ..cases import CaseRecord
+from ..libraries import get_track
+from . import Draft, Submission
 
 
 HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp")}
@@ -84,7 +84,7 @@ class DirectorySource:
         return None
 
 
-ORACLE = Path(__file__).resolve().parent.parent / "submissions" / "oracle"
+ORACLE = Path(__file__).resolve().parents[2] / "submissions" / "oracle"
 
 
 def oracle_fingerprint(record: CaseRecord, library: str, oracle: Path = ORACLE) -> str | None:

@@ -1,0 +1,30 @@
+"""One item's plan: what an item (case x library, on a cluster of several machine classes
+also x class) needs that does not depend on the submission, worked out once before any
+model call or run (``placement.py`` makes it) and then passed along to the attempts, the
+gates and the run site, so that none of them looks it up again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .calibration import ResolvedThresholds
+from .cases import CaseRecord
+from .execution import Executor
+
+
+@dataclass(frozen=True)
+class ItemPlan:
+    record: CaseRecord
+    library: str
+    case_dir: Path | None  # the case file's folder: references and meshes are found beside it
+    item_dir: Path  # the item's audit folder (an attempt's runs go under it, see attempts.py)
+    case_fingerprint: str  # calibration.case_fingerprint: what a baseline and a resumed verdict must match
+    thresholds: ResolvedThresholds | None  # None: calibrating (the run measures the baseline)
+    executor: Executor | None = None  # where the runs happen; None: here, in this process
+    machine: str | None = None  # the cluster machine class the item is calibrated on (several classes)
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return self.record.id, self.library, self.machine
