@@ -21,13 +21,16 @@ from .attempts import run_attempts
 from .evaluation import Settings, Verdict, evaluate
 from .libraries import RuntimeMissing
 from .placement import PdeBenchWarning, Placement  # noqa: F401  (PdeBenchWarning: imported from here too)
+from .containers import image_digest
 from .scheduling import RunAhead
+from .shards import Shard, ShardError, assign, expected_cost, selection_digest
 from .sources import Source
 from .sources.folder import DirectorySource
+from .sources.model import model_source_from_options
+from .speed import drift, drift_problem, probe_seconds
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the cluster package imports Dask (optional, and slow to import): only with --pde-cluster
     from .cluster.controller import Cluster
-    from .shards import Shard
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
@@ -65,8 +68,6 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _shard(value: str | None):
-    from .shards import Shard, ShardError
-
     try:
         return Shard.parse(value) if value else None
     except ShardError as exc:
@@ -176,8 +177,6 @@ class PdeRun:
             images=_image_overrides(opt.pde_image), runner=opt.pde_runner,
         )  # the output folder below, once the source has named the run
         if opt.pde_model:
-            from .sources.model import model_source_from_options
-
             source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
             label = source.run_label
         else:
@@ -240,8 +239,6 @@ class PdeRun:
 
     def keep_shard(self, items: list) -> tuple[list, list]:
         """--pde-shard: (this shard's items, the others) of the selected items."""
-        from .shards import assign, expected_cost, selection_digest
-
         cases = [item for item in items if hasattr(item, "record")]
         shard_of = assign([(item.nodeid, item.record.family,
                             expected_cost(item.record, item.library, self.settings.runs)) for item in cases],
@@ -269,21 +266,15 @@ class PdeRun:
     def speed_probe_sec(self) -> float:
         """This session's speed probe (speed.py), timed once, on first use."""
         if self._speed_probe is None:
-            from .speed import probe_seconds
-
             self._speed_probe = probe_seconds()
         return self._speed_probe
 
     def speed_drift(self, library: str) -> float | None:
         """The probe's time now over its time when the library's baselines were measured."""
-        from .speed import drift
-
         then = [e["speed_probe_sec"] for e in self.store.entries(library).values() if e.get("speed_probe_sec")]
         return drift(self.speed_probe_sec(), then) if then else None
 
     def condition_mismatches(self) -> list[str]:
-        from .speed import drift_problem
-
         if self.settings.calibrate:
             return []
         lines = []
@@ -316,8 +307,6 @@ class PdeRun:
         """The container backend: the image id and digest each library ran in."""
         if self.settings.sandbox != "docker":
             return {}
-        from .containers import image_digest
-
         images = {}
         for library in self.libraries:
             try:
