@@ -5,7 +5,7 @@ submission's files, the limits); an ``Execution`` holds what the runs produced (
 the outputs' bytes, timings). Neither knows the reference, the thresholds or the exact
 solution: the gates (``evaluation.py``) judge an ``Execution`` where the answer lives.
 ``execute`` runs in this process for a local run and on a cluster worker for
-``--pde-cluster`` (``cluster.py``); both go through this one function, so what is timed
+``--pde-cluster`` (``cluster/worker.py``); both go through this one function, so what is timed
 is the same wherever it runs.
 """
 

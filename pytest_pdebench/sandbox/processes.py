@@ -20,7 +20,7 @@ from .runs import Limits, SandboxError
 LOG_CAP_BYTES = 256 * 1024  # kept from the head and from the tail of each stream
 
 # the runs going on in this process, so that all of one owner's can be killed at once
-# (a cluster worker whose controller was interrupted: cluster.py)
+# (a cluster worker whose controller was interrupted: cluster/worker.py)
 _live_runs: dict[int, tuple[str | None, object]] = {}
 _live_lock = threading.Lock()
 _live_ids = itertools.count()
