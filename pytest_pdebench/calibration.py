@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import CaseRecord, Thresholds
+from .cases import CaseRecord, Thresholds, case_files, iter_case_file, write_case_file
 
 DEFAULT_ALPHA_ACC = 10.0
 DEFAULT_ALPHA_TIME = 3.0
@@ -251,3 +251,35 @@ def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alp
     resolved = ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *alphas.resolve(record), source="")
     return Thresholds(e_base=resolved.e_base, t_base=resolved.t_base, tau_acc=resolved.tau_acc,
                       tau_time=resolved.tau_time, machine=machine, calibrated_at=entry.get("calibrated_at"))
+
+
+def materialize_case_files(cases: Path, library: str, calibrations: Path, log=print) -> None:
+    """Write this machine's calibration of ``library`` into the records'
+    ``evaluation_metadata.thresholds`` (``pdebench materialize``, ``calibrate --update-cases``),
+    so that other machines, which have no calibration file of their own, still judge with
+    these baselines (marked as measured elsewhere). Only records whose fingerprint matches
+    their calibration entry change: an edited case never takes a stale baseline along."""
+    store = CalibrationStore(calibrations)
+    entries = store.entries(library)
+    for file in case_files(cases):
+        records = [record for _, record in iter_case_file(file)]
+        changed = 0
+        for record in records:
+            entry = entries.get(record.id)
+            if entry and entry["fingerprint"] == case_fingerprint(record, library):
+                record.evaluation_metadata.thresholds[library] = materialize(record, library, entry,
+                                                                             store.machine_for(library), Alphas())
+                changed += 1
+        write_case_file(file, records)
+        log(f"{file}: thresholds for {library} updated on {changed} of {len(records)} records")
+
+
+def reference_build_gap(record: CaseRecord, library: str) -> dict | None:
+    """The strong oracle's error on a reference-based record as its reference build measured
+    it (level 1 against level 2, which is the reference) when ``library``'s oracle built it:
+    the figure the anchor run would store (``strong_oracle``), known before that run. The
+    calibration summary checks it and the coarsening of calibration settings aims by it."""
+    config = record.evaluation_metadata.reference_config or {}
+    if config.get("oracle") == library and config.get("digest") and config.get("e_base_estimate") is not None:
+        return {"e_strong": config["e_base_estimate"]}
+    return None

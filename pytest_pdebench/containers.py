@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tabulate import tabulate
+
 RECIPES = Path(__file__).resolve().parent.parent / "containers"
 PACKAGE = Path(__file__).resolve().parent
 BASE_REPOSITORY = "localhost/pdebench-base"  # "localhost/": podman would look for a bare name on docker.io
@@ -66,6 +68,7 @@ RECIPE_LIST = (
     Recipe("firedrake", "trixie", "2026.10.0", "/opt/firedrake/venv/bin/python"),
 )
 RECIPES_BY_TRACK = {recipe.track: recipe for recipe in RECIPE_LIST}
+DEFAULT_BUILDS = ("dolfinx", "dealii")  # `pdebench containers build` without tracks: firedrake builds PETSc (~25 min)
 
 
 class ContainerError(RuntimeError):
@@ -177,6 +180,14 @@ def images() -> list[dict]:
     return sorted(found, key=lambda row: row["tag"])
 
 
+def images_listing() -> str:
+    """``pdebench containers list``: the pdebench images the engine holds (those of older
+    recipes marked: ``prune`` removes them) and the tags the current recipes build."""
+    rows = [[r["tag"], r["id"], r["size_mb"], "" if r["current"] else "old recipe"] for r in images()]
+    return ((tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")
+            + "\n\nrecipes: " + ", ".join(recipe.tag for recipe in RECIPES_BY_TRACK.values()))
+
+
 def prune() -> list[str]:
     """Remove the track images built from older recipes; their tags."""
     engine = client()
@@ -283,6 +294,20 @@ def start_podman_service(folder: Path, timeout: float = 30.0) -> tuple[subproces
         time.sleep(0.2)
     service.terminate()
     raise ContainerError(f"podman's API did not answer at {host} within {timeout:.0f} s")
+
+
+def serve_podman(folder: Path, log=print) -> int:
+    """``pdebench containers engine``: serve podman's Docker API from ``folder`` until Ctrl-C
+    (then stop it and return 0) or until the service exits (its exit code), for machines
+    without Docker: the container backend and `pdebench containers` then talk to it
+    through the DOCKER_HOST that ``log`` is told."""
+    service, host = start_podman_service(folder)
+    log(f"podman's Docker API is up; in another shell:\n    export DOCKER_HOST={host}\n(Ctrl-C stops it)")
+    try:
+        return service.wait()
+    except KeyboardInterrupt:
+        service.terminate()
+        return 0
 
 
 def image_digest(image: str) -> str | None:

@@ -24,12 +24,15 @@ every record (issue 11's dishonest rungs; ``pdebench leak-audit`` and the tests)
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from tabulate import tabulate
 
 from . import expressions
-from .cases import CaseRecord
+from .cases import CaseRecord, load_cases
 from .grid import EvalGrid, valid_mask
 
 LEAK_DISTANCE = 0.3
@@ -258,3 +261,33 @@ def rung_errors(record: CaseRecord, case_dir=None) -> dict[str, float]:
     noise = np.random.default_rng(seed).standard_normal(reference.shape)
     errors["exact + 1% noise"] = metrics.relative_l2_error(reference * (1 + NOISE * noise), reference, valid)
     return errors
+
+
+def leak_audit(cases: Path, library: str, fmt: str = "simple") -> str:
+    """``pdebench leak-audit``: per family of the records under ``cases``, how many records and
+    manufactured ones there are, how many each dishonest rung passes (its evaluator error
+    within the record's ``library`` tau_acc, or LEAK_DISTANCE where the record has no
+    thresholds yet) and how many the leak check rejects; a table (tabulate format ``fmt``)
+    and a line that says how to read it. A suite whose data give the answer away shows here
+    before any solver runs."""
+    counts: dict[str, Counter] = {}
+    untuned = 0
+    for path, _, record in load_cases(cases):
+        row = counts.setdefault(record.family, Counter())
+        row["records"] += 1
+        row["manufactured"] += manufactured(record)
+        thresholds = record.evaluation_metadata.thresholds.get(library)
+        untuned += thresholds is None
+        tau = thresholds.tau_acc if thresholds else LEAK_DISTANCE
+        for solver, error in rung_errors(record, path.parent).items():
+            row[solver] += error <= tau
+        row["leaking"] += bool(leak_problems(record))
+    columns = ["records", "manufactured", *RUNGS, "leaking"]
+    total = sum(counts.values(), Counter())
+    rows = [[family, *(row[c] for c in columns)] for family, row in sorted(counts.items())]
+    table = tabulate(rows + [["all", *(total[c] for c in columns)]],
+                     headers=["family", "records", "manufactured", *(f"{s} passes" for s in RUNGS), "leaking"],
+                     tablefmt=fmt)
+    return (f"{table}\n\npasses: the evaluator's error <= the record's {library} tau_acc"
+            + (f" ({untuned} records without one: <= {LEAK_DISTANCE})" if untuned else "")
+            + "; leaking: rejected by the leak check of --pde-validate (leaks.py)")

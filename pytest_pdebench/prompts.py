@@ -14,8 +14,10 @@ makes it hard, (3) the case_spec block, (4) the implementation contract of the l
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from .cases import CaseRecord, agent_view
 from .pdes import EQUATIONS
 
 LIBRARY_TITLES = {"dolfinx": "DOLFINx 0.11", "firedrake": "Firedrake 2026.10", "dealii": "deal.II 9.4"}
@@ -207,6 +209,19 @@ def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, 
         answer,
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def item_prompts(records: Iterable[CaseRecord], guides_dir: Path | None,
+                 libraries: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(library, single-shot prompt) of every item of ``records`` (each record with each
+    library it supports; only ``libraries`` when given), each prompt built from the item's
+    agent view alone, as a model gets it (`pdebench prompt-cost` counts their tokens)."""
+    for record in records:
+        for library in record.supported_libraries:
+            if libraries and library not in libraries:
+                continue
+            yield library, single_shot_prompt(agent_view(record, library), record.evaluation_config.timeout_sec,
+                                              guides_dir)
 
 
 def _arrays(spec: dict) -> list[str]:

@@ -157,7 +157,7 @@ def test_timeout_option_kills_a_slow_run_as_f_exec(tmp_path):
 
 
 def test_update_cases_materializes_thresholds_into_records(tmp_path):
-    from pytest_pdebench.cli import _materialize
+    from pytest_pdebench.calibration import materialize_case_files
     from pytest_pdebench.cases import load_cases
 
     data = record_dict()
@@ -165,7 +165,7 @@ def test_update_cases_materializes_thresholds_into_records(tmp_path):
     store = CalibrationStore(tmp_path / "calibrations")
     store.write("dolfinx", {"poisson_basic": {"e_base": 2e-5, "t_base": 0.4, "calibrated_at": "2026-01-01",
                                               "fingerprint": case_fingerprint(CaseRecord.model_validate(data), "dolfinx")}})
-    _materialize(tmp_path / "cases.jsonl", "dolfinx", tmp_path / "calibrations")
+    materialize_case_files(tmp_path / "cases.jsonl", "dolfinx", tmp_path / "calibrations")
     records = {r.id: r for _, _, r in load_cases(tmp_path / "cases.jsonl")}
     stored = records["poisson_basic"].evaluation_metadata.thresholds["dolfinx"]
     assert (stored.tau_acc, stored.tau_time, stored.machine) == (pytest.approx(2e-4), pytest.approx(1.2), machine_key())

@@ -43,6 +43,11 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from ..calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
+                           materialize, reference_build_gap)
+from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, write_case_file
+from ..sources.folder import oracle_fingerprint
+
 UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 FLOW_FAMILIES = ("stokes", "navier_stokes")
 MAX_DEGREE = 2  # the oracles implement P1 and P2 (a few upstream records use P3/P4)
@@ -184,9 +189,106 @@ def calibration_config(record, pools: dict) -> dict:
 
 def attach(records: list, pools: dict) -> list:
     """Every record with its calibration_config drawn (returns the same records)."""
-    from ..cases import CalibrationConfig
-
     for record in records:
         record.evaluation_metadata.calibration_config = CalibrationConfig.model_validate(
             calibration_config(record, pools))
     return records
+
+
+def update_case_files(cases: Path, upstream: Path, calibrations: Path, refine: str | None = None,
+                      coarsen: str | None = None, own: bool = False, families: list[str] | None = None,
+                      log=print) -> None:
+    """``pdebench calibration-configs``: draw the calibration settings of the records under
+    ``cases`` again, in place (nothing else in them changes; after a change of
+    RESOLUTION_SCALE, say), or with ``refine``/``coarsen`` = LIBRARY move them by this
+    machine's calibration of LIBRARY (``refine_settings``, ``coarsen_settings``). Imported
+    records keep their own settings, and so do settings adjusted by hand or for one library
+    (``kept_on_redraw``: the reason is in the source). ``families``: only their records.
+    The upstream file is read first, so a missing one stops before any file is written."""
+    def redrawn(record) -> bool:
+        config = record.evaluation_metadata.calibration_config
+        return not (config and (config.upstream_oracle is not None or kept_on_redraw(config.source)))
+
+    pools = None if refine or coarsen else read_distribution(upstream)
+    for file in case_files(cases):
+        records = [record for _, record in iter_case_file(file)]
+        chosen = [r for r in records if not families or r.family in families]
+        if refine:
+            changed = refine_settings(chosen, refine, calibrations)
+        elif coarsen:
+            changed = coarsen_settings(chosen, coarsen, calibrations, own=own)
+        else:
+            changed = len(attach([r for r in chosen if redrawn(r)], pools))
+        write_case_file(file, records)
+        log(f"{file}: calibration settings {'refined' if refine else 'coarsened' if coarsen else 'drawn'} for "
+            f"{changed} of {len(records)} records")
+
+
+def refine_settings(records: list, library: str, calibrations: Path) -> int:
+    """Give a finer discretization (``refined``) to the records whose baseline error on this
+    machine's calibration of ``library`` is at or above REFINE_ABOVE, where a reference with
+    1% noise could pass; returns how many changed. A record without a current calibration
+    entry, or already as fine as a calibration setting gets, stays as it is."""
+    entries = CalibrationStore(calibrations).entries(library)
+    changed = 0
+    for record in records:
+        entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
+        if not (entry and config and entry["fingerprint"] == case_fingerprint(record, library)
+                and entry["e_base"] >= REFINE_ABOVE):
+            continue
+        before = config.settings[library].model_dump(exclude_none=True)
+        after = refined(before, entry["e_base"], 3 if record.case_spec.eval_grid.nz else 2)
+        if after == before:
+            continue  # as fine as a calibration setting gets
+        change_setting(config, before, after, "refined", f"e_base {entry['e_base']:.1e} on {library}")
+        changed += 1
+    return changed
+
+
+def coarsen_settings(records: list, library: str, calibrations: Path, own: bool = False) -> int:
+    """Coarser meshes where this machine's baseline of ``library`` leaves too little room: the
+    strong oracle's error (stored by `pdebench reference-agreement`) above ANCHOR_ACC_SHARE
+    x tau_acc, or a reference ``library``'s oracle built farther than REFERENCE_AGREEMENT x
+    tau_acc from its level 1 (the strong oracle is the anchor that must pass every case).
+    ``own``: for ``library`` only (its strong oracle is weaker than the others'). Returns how
+    many records changed."""
+    store = CalibrationStore(calibrations)
+    entries = store.entries(library)
+    changed = 0
+    for record in records:
+        entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
+        # the binding one of: the anchor's error (at most ANCHOR_ACC_SHARE x tau_acc) and the
+        # reference's distance from the oracle a level below (at most REFERENCE_AGREEMENT x tau_acc)
+        checks = [(figures["e_strong"], share) for figures, share in (
+            (store.strong_oracle(record, library, oracle_fingerprint(record, library)), ANCHOR_ACC_SHARE),
+            (reference_build_gap(record, library), REFERENCE_AGREEMENT)) if figures]
+        if not (entry and config and checks and entry["fingerprint"] == case_fingerprint(record, library)):
+            continue
+        e_strong, share = max(checks, key=lambda check: check[0] / check[1])
+        if e_strong <= share * materialize(record, library, entry, "", Alphas()).tau_acc:
+            continue  # the anchor passes with room (and agrees with the reference)
+        if e_strong > share * record.evaluation_config.tau_max:
+            continue  # no tau_acc under the cap leaves room: the oracle or the reference must get better
+        before = config.settings[library].model_dump(exclude_none=True)
+        # tau_acc grows with e_base: the e_base at which the anchor just fits, with room
+        tau_acc = materialize(record, library, entry, "", Alphas()).tau_acc
+        aim = COARSEN_MARGIN * entry["e_base"] * e_strong / (share * tau_acc)
+        after = coarsened(before, entry["e_base"], aim, 3 if record.case_spec.eval_grid.nz else 2)
+        if after is None:
+            continue
+        change_setting(config, before, after, "coarsened",
+                       f"e_base {entry['e_base']:.1e} under the strong oracle's {e_strong:.1e} on {library}",
+                       only=library if own else None)
+        changed += 1
+    return changed
+
+
+def change_setting(config, before: dict, after: dict, step: str, why: str, only: str | None = None) -> None:
+    """Give every library whose setting is ``before`` (only ``only``'s, when given) the
+    setting ``after`` (a library's own adjusted setting stays) and name the step in the
+    source (tests replay the steps, ``steps``)."""
+    for name, current in config.settings.items():
+        if (only is None or name == only) and current.model_dump(exclude_none=True) == before:
+            config.settings[name] = CalibrationSetting.model_validate(after)
+    config.source += (f"; {step}{f' for {only}' if only else ''} from P{before['element_degree']}/"
+                      f"{before['cells_per_side']} to P{after['element_degree']}/{after['cells_per_side']} ({why})")

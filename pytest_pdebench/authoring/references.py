@@ -21,14 +21,15 @@ The reference is stored as a compressed float32 ``.npz`` beside the case file un
 from __future__ import annotations
 
 import hashlib
-
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..calibration import REFERENCE_AGREEMENT
-from ..cases import CaseRecord
+from ..calibration import REFERENCE_AGREEMENT, CalibrationStore, case_fingerprint
+from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
+from ..evaluation import load_verdict
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
 from .refinement import run_oracle
@@ -101,3 +102,49 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
                                  "digest": digest}
         outcome.kept, outcome.reason = True, "kept"
     return outcome
+
+
+def build_references(path: Path, oracle_dir: Path, families: list[str] | None = None, rebuild: bool = False,
+                     log=print) -> tuple[int, int]:
+    """``pdebench build-references``: build the numerical reference of every record of the
+    case file ``path`` that needs one (reference-based, without a reference yet or every one
+    with ``rebuild``; only ``families`` when given) and return (kept, tried). The case file is
+    written after each record, so an interrupted run keeps what it built (a reference takes
+    minutes)."""
+    records = [record for _, record in iter_case_file(path)]
+    todo = [r for r in records if r.evaluation_metadata.construction_method == "reference_numerical"
+            and (rebuild or not r.evaluation_metadata.reference_path)
+            and (not families or r.family in families)]
+    log(f"{len(todo)} records of {path} need a numerical reference")
+    kept = 0
+    for index, record in enumerate(todo, start=1):
+        outcome = build_reference(record, path.parent, oracle_dir)
+        kept += outcome.kept
+        figure = f"e_base~{outcome.e_base_estimate:.2e}" if outcome.e_base_estimate is not None else ""
+        log(f"[{index}/{len(todo)}] {record.id}: {outcome.reason} {figure}")
+        write_case_file(path, records)
+    return kept, len(todo)
+
+
+def store_reference_agreement(cases: Path, library: str, output: Path, calibrations: Path,
+                              all_records: bool = False) -> tuple[Path, int]:
+    """``pdebench reference-agreement``, after its run of the strong oracle: keep the oracle's
+    error and time on the reference-based records (``all_records``: on every record) from the
+    verdicts the run left under ``output``, in this machine's calibration file of ``library``
+    (``CalibrationStore.write_strong_oracle``). Against a reference, a track's tau_acc should
+    measure its own discretization, not the distance between its oracle and the library that
+    made the reference; on every record, the strong oracle is the anchor that must pass
+    (issue 11). Only verdicts of the current version of a case, with a finite error, count.
+    Returns the file written and how many records it holds figures for."""
+    store, measured = CalibrationStore(calibrations), {}
+    for _, _, record in load_cases(cases):
+        if not all_records and record.evaluation_metadata.construction_method != "reference_numerical":
+            continue
+        verdict = load_verdict(output / library / record.id)
+        fingerprint = case_fingerprint(record, library)
+        if verdict and verdict.case_fingerprint == fingerprint and verdict.error is not None \
+                and math.isfinite(verdict.error):
+            measured[record.id] = {"e_strong": verdict.error, "t_strong": verdict.t_agent,
+                                   "outcome": verdict.outcome, "fingerprint": fingerprint,
+                                   "oracle": verdict.submission_fingerprint}
+    return store.write_strong_oracle(library, measured), len(measured)

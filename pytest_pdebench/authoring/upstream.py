@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..cases import rewrite_case_file
 from .calibration_configs import setting_dict, upstream_setting
 from .starter import DATA_REVISION
 
@@ -334,3 +336,29 @@ def reason_group(reason: str) -> str:
     """A rejection reason without its record's figures, to count alike reasons together."""
     general = re.sub(r"\s*\([^()]*\)", "", reason)  # (residual 0.5), (max gap 1e-3), ...
     return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?%?", "#", general)
+
+
+def import_to(source: Path, output: Path, progress=None) -> str:
+    """``pdebench import-upstream``: convert ``source`` (benchmark_v2.jsonl), write the records
+    to ``output`` (built fields of unchanged records are kept) and the rejected lines with
+    their reasons beside it (``<stem>.rejected.json``); returns the summary for the user:
+    records per family, what the hiding changed so that the data no longer give the answer
+    away (issue 11), and the rejections grouped by reason."""
+    records, problems = import_file(source, progress)
+    rewrite_case_file(output, records)
+    rejected = output.with_name(output.stem + ".rejected.json")
+    rejected.write_text(json.dumps([{"line": line, "id": case_id, "reason": reason}
+                                    for line, case_id, reason in problems], indent=1) + "\n")
+    lines = [f"imported {len(records)} records to {output}; {len(problems)} rejected (reasons in {rejected})"]
+    lines += [f"  {family:22s} {count}" for family, count in sorted(Counter(r.family for r in records).items())]
+    hidden = [r for r in records if "imported_hidden_data" in r.tags.structure]
+    bumped = sum("imported_added_component" in r.tags.structure for r in hidden)
+    conditions = sum(len(r.case_spec.bc.conditions(kind)) for r in hidden
+                     for kind in ("dirichlet", "neumann", "robin", "laplacian"))
+    lines.append(f"data hidden in {len(hidden)} manufactured records: {conditions} boundary conditions, "
+                 f"{bumped} solutions with an added component")
+    if problems:
+        lines.append("rejected:")
+        lines += [f"  {count:4d}  {reason[:160]}"
+                  for reason, count in Counter(reason_group(reason) for _, _, reason in problems).most_common()]
+    return "\n".join(lines)

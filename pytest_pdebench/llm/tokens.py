@@ -9,7 +9,12 @@ output per call (Table 10: tokens / 1,468 calls) for its five models, else 2,000
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
+
+from tabulate import tabulate
+
+from .registry import load_registry, resolve_model
 
 # mean output tokens per single-shot call in the paper's Table 10
 PAPER_OUTPUT_PER_CALL = {"gpt-5.4": 2654991 / 1468, "opus-4.7": 2119274 / 1468, "gemini-3.1-pro": 2036612 / 1468,
@@ -34,3 +39,25 @@ def tokenizer_name() -> str:
 def count_tokens(text: str) -> int:
     encoding = _encoding()
     return len(encoding.encode(text)) if encoding else (len(text) + 3) // 4
+
+
+def run_cost(prompts: Iterable[tuple[str, str]]) -> str:
+    """``pdebench prompt-cost``: the input tokens of the (library, prompt) pairs of a
+    single-shot run, per library, and what the run would cost with each model of the
+    registry (input only, and with the output estimated per call), before making any call."""
+    per_library: dict[str, list[int]] = {}
+    for library, prompt in prompts:
+        per_library.setdefault(library, []).append(count_tokens(prompt))
+    tokens, calls = sum(map(sum, per_library.values())), sum(map(len, per_library.values()))
+    rows = []
+    for name in load_registry():
+        spec = resolve_model(name)
+        out_per_call = PAPER_OUTPUT_PER_CALL.get(name, DEFAULT_OUTPUT_PER_CALL)
+        rows.append([name, spec.model, spec.input_usd_per_mtok, spec.output_usd_per_mtok, round(out_per_call),
+                     f"{spec.cost(tokens, 0):.2f}", f"{spec.cost(tokens, round(out_per_call * calls)):.2f}"])
+    per_library_table = tabulate([[library, len(c), sum(c), round(sum(c) / len(c)), min(c), max(c)]
+                                  for library, c in sorted(per_library.items())],
+                                 headers=["library", "calls", "input tokens", "mean", "min", "max"])
+    return (f"prompt tokens ({tokenizer_name()}):\n{per_library_table}\n"
+            f"\nsingle-shot run of {calls} items, output per call from the paper's Table 10:\n"
+            + tabulate(rows, headers=["model", "model id", "$/M in", "$/M out", "out/call", "input $", "total $"]))
