@@ -14,14 +14,13 @@ learns which kind of source wrote the code.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .evaluation import VERDICT_FILE, Verdict
 from .plan import ItemPlan
 from .prompts import feedback_of
 from .sources import Draft, Feedback, Source, Submission  # noqa: F401  (Draft, Feedback: imported from here too)
-
 
 Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict
 
@@ -35,17 +34,34 @@ def run_attempts(source: Source, plan: ItemPlan, gates: Gates) -> Verdict:
         attempt_dir = item_dir / f"attempt-{attempt}" if source.attempt_folders else item_dir
         draft = source.draft(record, library, item_dir, attempt, feedback)
         if draft.submission is None:
-            verdict = Verdict.for_item(record, library, source.label, reason=draft.reason,
-                                       artifacts=str(attempt_dir), source_failure=draft.source_failure)
+            verdict = Verdict.for_item(
+                record,
+                library,
+                source.label,
+                reason=draft.reason,
+                artifacts=str(attempt_dir),
+                source_failure=draft.source_failure,
+            )
         else:  # the gates start the attempt folder afresh: the audit files go in after them
             verdict = gates(draft.submission, attempt_dir)
         _write_audit(attempt_dir, draft.audit, verdict if source.attempt_folders and draft.submission is None else None)
-        history.append({"attempt": attempt, "outcome": verdict.outcome, "reason": verdict.reason,
-                        "error": verdict.error, "t_agent": verdict.t_agent, **draft.usage})
+        history.append(
+            {
+                "attempt": attempt,
+                "outcome": verdict.outcome,
+                "reason": verdict.reason,
+                "error": verdict.error,
+                "t_agent": verdict.t_agent,
+                **draft.usage,
+            }
+        )
         if verdict.passed or draft.final or attempt == source.attempts:
             break
-        feedback = Feedback(attempt + 1, _solver_text(draft.submission), feedback_of(verdict.to_dict(),
-                                                                                      _stderr_of(verdict, attempt_dir)))
+        feedback = Feedback(
+            attempt + 1,
+            _solver_text(draft.submission),
+            feedback_of(verdict.to_dict(), _stderr_of(verdict, attempt_dir)),
+        )
     verdict.source = source.label
     verdict.llm = source.summary(history)
     if source.attempt_folders:

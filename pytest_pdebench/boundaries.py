@@ -44,7 +44,7 @@ class Segment:
             return (x - _number(ax)) * _number(math.copysign(1, by - ay))
         if by == ay:
             return (y - _number(ay)) * _number(math.copysign(1, ax - bx))
-        return (_number((bx - ax) / length) * (y - _number(ay)) - _number((by - ay) / length) * (x - _number(ax)))
+        return _number((bx - ax) / length) * (y - _number(ay)) - _number((by - ay) / length) * (x - _number(ax))
 
     def sample(self, s: np.ndarray) -> np.ndarray:
         a, b = np.asarray(self.a), np.asarray(self.b)
@@ -68,13 +68,15 @@ class Arc:
         where data built with this factor would differ from the solution; squaring makes
         that gap second order in the sagitta."""
         cx, cy = self.center
-        return (((x - _number(cx)) ** 2 + (y - _number(cy)) ** 2 - _number(self.radius) ** 2)
-                / _number(self.radius)) ** 2
+        return (
+            ((x - _number(cx)) ** 2 + (y - _number(cy)) ** 2 - _number(self.radius) ** 2) / _number(self.radius)
+        ) ** 2
 
     def sample(self, s: np.ndarray) -> np.ndarray:
         angle = self.start + s * (self.stop - self.start)
-        return np.column_stack([self.center[0] + self.radius * np.cos(angle),
-                                self.center[1] + self.radius * np.sin(angle)])
+        return np.column_stack(
+            [self.center[0] + self.radius * np.cos(angle), self.center[1] + self.radius * np.sin(angle)]
+        )
 
     def normal(self, s: np.ndarray) -> np.ndarray:
         angle = self.start + s * (self.stop - self.start)
@@ -105,8 +107,12 @@ class Plane:
 
 def _box_sides(box) -> list[Segment]:
     x0, x1, y0, y1 = box
-    return [Segment("y_min", (x0, y0), (x1, y0)), Segment("x_max", (x1, y0), (x1, y1)),
-            Segment("y_max", (x1, y1), (x0, y1)), Segment("x_min", (x0, y1), (x0, y0))]
+    return [
+        Segment("y_min", (x0, y0), (x1, y0)),
+        Segment("x_max", (x1, y0), (x1, y1)),
+        Segment("y_max", (x1, y1), (x0, y1)),
+        Segment("x_min", (x0, y1), (x0, y0)),
+    ]
 
 
 def _polygon(tag: str, vertices) -> list[Segment]:
@@ -147,8 +153,11 @@ def boundary_pieces(geometry: Geometry) -> list:
         end = (cx + radius * math.cos(theta), cy + radius * math.sin(theta))
         if p["angle_deg"] in (90.0, 180.0, 270.0):  # exact ends: cos(pi/2) is 6e-17 in floats
             end = (cx + radius * round(math.cos(theta)), cy + radius * round(math.sin(theta)))
-        return [Arc("arc", (cx, cy), radius, 0.0, theta), Segment("edge_start", (cx, cy), (cx + radius, cy)),
-                Segment("edge_end", end, (cx, cy))]
+        return [
+            Arc("arc", (cx, cy), radius, 0.0, theta),
+            Segment("edge_start", (cx, cy), (cx + radius, cy)),
+            Segment("edge_end", end, (cx, cy)),
+        ]
     if kind == "t_junction":
         return _box_sides(p["bar"]) + _box_sides(p["stem"])
     if kind == "dumbbell":
@@ -173,8 +182,10 @@ def vanishing_function(geometry: Geometry, tags) -> sp.Expr:
         factor = piece.implicit()
         values = np.broadcast_to(np.asarray(sp.lambdify(COORDS, factor, "numpy")(*probe), float), (5,))
         # the same line or circle twice (a polygon's collinear edges): one factor is enough
-        if not any(np.allclose(values, v, rtol=1e-12, atol=1e-12) or np.allclose(values, -v, rtol=1e-12, atol=1e-12)
-                   for v in seen):
+        if not any(
+            np.allclose(values, v, rtol=1e-12, atol=1e-12) or np.allclose(values, -v, rtol=1e-12, atol=1e-12)
+            for v in seen
+        ):
             factors.append(factor)
             seen.append(values)
     return sp.Mul(*factors)
@@ -187,7 +198,7 @@ def boundary_points(geometry: Geometry, tag: str, n: int = 40) -> np.ndarray:
     step = 1e-6 * geometry.size
     for piece in _selected(geometry, tag):
         s = np.linspace(0.0, 1.0, n + 2)[1:-1]
-        points, normal = piece.sample(s)[:, :geometry.dim], piece.normal(s)[:, :geometry.dim]
+        points, normal = piece.sample(s)[:, : geometry.dim], piece.normal(s)[:, : geometry.dim]
         inside_plus, inside_minus = geometry.mask(points + step * normal), geometry.mask(points - step * normal)
         out.append(points[inside_plus != inside_minus])
     return np.concatenate(out) if out else np.zeros((0, geometry.dim))

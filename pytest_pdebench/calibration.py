@@ -77,8 +77,11 @@ def most_common_conditions(entries, fallback: dict) -> dict:
 def case_fingerprint(record: CaseRecord, library: str) -> str:
     """Hash of everything that changes what a solver of `library` computes or is compared with."""
     meta = record.evaluation_metadata
-    payload = {"case_spec": record.case_spec_dict(), "manufactured_solution": meta.manufactured_solution,
-               "reference_path": meta.reference_path}
+    payload = {
+        "case_spec": record.case_spec_dict(),
+        "manufactured_solution": meta.manufactured_solution,
+        "reference_path": meta.reference_path,
+    }
     digest = (meta.reference_config or {}).get("digest")
     if digest:  # a rebuilt reference invalidates the baselines measured against the old one
         payload["reference_digest"] = digest
@@ -98,10 +101,12 @@ class Alphas:
     def resolve(self, record: CaseRecord) -> tuple[float, float, float, float]:
         """(alpha_acc, alpha_time, tau_min, tau_max): these options where set, else the case's."""
         config = record.evaluation_config
-        return (self.alpha_acc if self.alpha_acc is not None else config.alpha_acc,
-                self.alpha_time if self.alpha_time is not None else config.alpha_time,
-                self.tau_min if self.tau_min is not None else config.tau_min,
-                self.tau_max if self.tau_max is not None else config.tau_max)
+        return (
+            self.alpha_acc if self.alpha_acc is not None else config.alpha_acc,
+            self.alpha_time if self.alpha_time is not None else config.alpha_time,
+            self.tau_min if self.tau_min is not None else config.tau_min,
+            self.tau_max if self.tau_max is not None else config.tau_max,
+        )
 
 
 @dataclass(frozen=True)
@@ -115,19 +120,38 @@ class ResolvedThresholds:
     factors: dict | None = None  # alpha_acc, alpha_time, tau_min, tau_max: a report re-gates with others
 
     @classmethod
-    def from_baseline(cls, e_base: float, t_base: float, alpha_acc: float, alpha_time: float, tau_min: float,
-                      tau_max: float, source: str, foreign_machine: bool = False) -> "ResolvedThresholds":
-        return cls(e_base, t_base, accuracy_threshold(e_base, alpha_acc, tau_min, tau_max), alpha_time * t_base,
-                   source, foreign_machine,
-                   {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max})
+    def from_baseline(
+        cls,
+        e_base: float,
+        t_base: float,
+        alpha_acc: float,
+        alpha_time: float,
+        tau_min: float,
+        tau_max: float,
+        source: str,
+        foreign_machine: bool = False,
+    ) -> ResolvedThresholds:
+        return cls(
+            e_base,
+            t_base,
+            accuracy_threshold(e_base, alpha_acc, tau_min, tau_max),
+            alpha_time * t_base,
+            source,
+            foreign_machine,
+            {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max},
+        )
 
     def accurate_under_some_sensitivity_alpha(self, error: float) -> bool:
         """Could a looser accuracy multiplier of the sensitivity grid accept this error?
         Such an item's timed runs are taken even though it fails the accuracy gate, so a
         report can re-gate it (Appendix E) from stored numbers."""
         factors = self.factors or {}
-        loosest = accuracy_threshold(self.e_base, max(SENSITIVITY_ALPHA_ACC), factors.get("tau_min", DEFAULT_TAU_MIN),
-                                     factors.get("tau_max", DEFAULT_TAU_MAX))
+        loosest = accuracy_threshold(
+            self.e_base,
+            max(SENSITIVITY_ALPHA_ACC),
+            factors.get("tau_min", DEFAULT_TAU_MIN),
+            factors.get("tau_max", DEFAULT_TAU_MAX),
+        )
         return math.isfinite(error) and error <= loosest
 
 
@@ -158,20 +182,24 @@ class CalibrationStore:
     def entries(self, library: str) -> dict:
         return self._file(library)["cases"]
 
-    def thresholds(self, record: CaseRecord, library: str, alphas: Alphas,
-                   fingerprint: str | None = None) -> ResolvedThresholds | None:
+    def thresholds(
+        self, record: CaseRecord, library: str, alphas: Alphas, fingerprint: str | None = None
+    ) -> ResolvedThresholds | None:
         """Thresholds for one item, or None if no calibration covers it; ``fingerprint``:
         the item's case fingerprint where the caller has it already."""
         factors = alphas.resolve(record)
         entry = self.entries(library).get(record.id)
         if entry and entry.get("fingerprint") == (fingerprint or case_fingerprint(record, library)):
-            return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors,
-                                                    str(self.path(library)))
+            return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors, str(self.path(library)))
         stored = record.evaluation_metadata.thresholds.get(library)
         if stored and stored.machine.partition("+")[2] == self.runtime_tag(library):
-            return ResolvedThresholds.from_baseline(stored.e_base, stored.t_base, *factors,
-                                                    f"case record (calibrated on {stored.machine})",
-                                                    foreign_machine=stored.machine != self.machine_for(library))
+            return ResolvedThresholds.from_baseline(
+                stored.e_base,
+                stored.t_base,
+                *factors,
+                f"case record (calibrated on {stored.machine})",
+                foreign_machine=stored.machine != self.machine_for(library),
+            )
         return None
 
     def conditions(self, library: str) -> dict:
@@ -220,11 +248,18 @@ class CalibrationStore:
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
-def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info: dict, reference_norm: float,
-                   alphas: Alphas, setting: dict | None = None) -> str | None:
+def check_baseline(
+    record: CaseRecord,
+    e_base: float,
+    t_base: float,
+    solver_info: dict,
+    reference_norm: float,
+    alphas: Alphas,
+    setting: dict | None = None,
+) -> str | None:
     """Why a baseline cannot be used (pitfalls seen in the public harness), or None.
     ``setting``: the calibration setting the run was given, which the baseline must have used."""
     alpha_acc, alpha_time, tau_min, tau_max = alphas.resolve(record)
@@ -232,15 +267,19 @@ def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info
         return f"baseline error is not finite ({e_base})"
     degree = solver_info.get("element_degree")
     if setting and degree is not None and degree != setting.get("element_degree"):
-        return (f"the baseline ran degree {degree}, not its calibration setting's {setting.get('element_degree')}: "
-                "the oracle ignores the setting")
+        return (
+            f"the baseline ran degree {degree}, not its calibration setting's {setting.get('element_degree')}: "
+            "the oracle ignores the setting"
+        )
     if reference_norm < 1e-8:
         return f"reference field is ~0 (norm {reference_norm:.2e}): a relative error would be noise"
     if solver_info.get("converged") is False:
         return f"the baseline's solver did not converge ({solver_info.get('converged_reason', 'no reason given')})"
     uncapped = max(alpha_acc * e_base, tau_min)  # the cap would hide a baseline this far off
     if uncapped >= 1.0:
-        return f"tau_acc {uncapped:.3g} >= 1 before the cap: an all-zero field would pass (e_base {e_base:.3g} too large)"
+        return (
+            f"tau_acc {uncapped:.3g} >= 1 before the cap: an all-zero field would pass (e_base {e_base:.3g} too large)"
+        )
     timeout = record.evaluation_config.timeout_sec
     if alpha_time * t_base > timeout:
         return f"tau_time {alpha_time * t_base:.1f} s exceeds the case timeout {timeout:.0f} s"
@@ -249,8 +288,14 @@ def check_baseline(record: CaseRecord, e_base: float, t_base: float, solver_info
 
 def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alphas: Alphas) -> Thresholds:
     resolved = ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *alphas.resolve(record), source="")
-    return Thresholds(e_base=resolved.e_base, t_base=resolved.t_base, tau_acc=resolved.tau_acc,
-                      tau_time=resolved.tau_time, machine=machine, calibrated_at=entry.get("calibrated_at"))
+    return Thresholds(
+        e_base=resolved.e_base,
+        t_base=resolved.t_base,
+        tau_acc=resolved.tau_acc,
+        tau_time=resolved.tau_time,
+        machine=machine,
+        calibrated_at=entry.get("calibrated_at"),
+    )
 
 
 def materialize_case_files(cases: Path, library: str, calibrations: Path, log=print) -> None:
@@ -267,8 +312,9 @@ def materialize_case_files(cases: Path, library: str, calibrations: Path, log=pr
         for record in records:
             entry = entries.get(record.id)
             if entry and entry["fingerprint"] == case_fingerprint(record, library):
-                record.evaluation_metadata.thresholds[library] = materialize(record, library, entry,
-                                                                             store.machine_for(library), Alphas())
+                record.evaluation_metadata.thresholds[library] = materialize(
+                    record, library, entry, store.machine_for(library), Alphas()
+                )
                 changed += 1
         write_case_file(file, records)
         log(f"{file}: thresholds for {library} updated on {changed} of {len(records)} records")

@@ -8,11 +8,11 @@ Only ``agent_view(record, library)`` may cross into a prompt or a sandbox: it ho
 from __future__ import annotations
 
 import functools
-
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -20,8 +20,17 @@ from . import expressions
 from .domains import DOMAIN_TYPES, DomainError, resolve_geometry
 
 FAMILIES = (
-    "poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",
-    "reaction_diffusion", "stokes", "navier_stokes", "burgers", "wave",
+    "poisson",
+    "helmholtz",
+    "biharmonic",
+    "linear_elasticity",
+    "heat",
+    "convection_diffusion",
+    "reaction_diffusion",
+    "stokes",
+    "navier_stokes",
+    "burgers",
+    "wave",
 )
 MATH_TYPES = ("elliptic", "parabolic", "hyperbolic", "mixed_type", "incompressible_flow", "reaction_diffusion")
 LIBRARIES = ("dolfinx", "firedrake", "dealii")
@@ -35,10 +44,10 @@ MathType = Literal[MATH_TYPES]  # type: ignore[valid-type]
 Library = Literal[LIBRARIES]  # type: ignore[valid-type]
 DomainType = Literal[DOMAIN_TYPES]  # type: ignore[valid-type]
 
-Expression = Union[str, float, int]
+Expression = str | float | int
 # fields whose expressions may use the unknown u (u_t - eps*lap(u) + R(u) = f)
 UNKNOWN_ALLOWED = {"case_spec.pde.params.reaction"}
-ExpressionOrVector = Union[Expression, list[Expression]]
+ExpressionOrVector = Expression | list[Expression]
 
 
 class Strict(BaseModel):
@@ -69,22 +78,22 @@ class TimeSpec(Strict):
 class PDE(Strict):
     type: Family
     params: dict[str, ExpressionOrVector] = Field(default_factory=dict)
-    forcing: Optional[Forcing] = None
-    time: Optional[TimeSpec] = None
+    forcing: Forcing | None = None
+    time: TimeSpec | None = None
 
 
 class Domain(Strict):
     type: DomainType
-    bounds: Optional[list[list[float]]] = None
-    geometry_params: Optional[dict[str, Any]] = None
+    bounds: list[list[float]] | None = None
+    geometry_params: dict[str, Any] | None = None
 
 
 class BoundaryCondition(Strict):
     """One condition on a list of boundary tags (or ``"boundary"``: all of it)."""
 
-    on: Union[str, list[str]]
+    on: str | list[str]
     value: ExpressionOrVector = 0.0
-    alpha: Optional[Expression] = None  # Robin: kappa du/dn + alpha u = value
+    alpha: Expression | None = None  # Robin: kappa du/dn + alpha u = value
 
     @property
     def tags(self) -> list[str]:
@@ -95,18 +104,18 @@ class Periodic(Strict):
     directions: list[Literal["x", "y", "z"]] = Field(min_length=1)
 
 
-Conditions = Union[BoundaryCondition, list[BoundaryCondition]]
+Conditions = BoundaryCondition | list[BoundaryCondition]
 
 
 class BoundaryConditions(Strict):
     """Each kind is one condition or a list of them (different data on different tags)."""
 
-    dirichlet: Optional[Conditions] = None
-    neumann: Optional[Conditions] = None
-    robin: Optional[Conditions] = None
-    periodic: Optional[Periodic] = None
+    dirichlet: Conditions | None = None
+    neumann: Conditions | None = None
+    robin: Conditions | None = None
+    periodic: Periodic | None = None
     # biharmonic only: lap(u) on the boundary (Navier / simply supported data)
-    laplacian: Optional[Conditions] = None
+    laplacian: Conditions | None = None
 
     def conditions(self, kind: str) -> list[BoundaryCondition]:
         value = getattr(self, kind)
@@ -115,14 +124,14 @@ class BoundaryConditions(Strict):
 
 class InitialCondition(Strict):
     value: ExpressionOrVector
-    velocity: Optional[ExpressionOrVector] = None  # second-order-in-time families (wave)
+    velocity: ExpressionOrVector | None = None  # second-order-in-time families (wave)
 
 
 class EvalGridSpec(Strict):
     type: Literal["cartesian"] = "cartesian"
     nx: int = Field(ge=2, le=2000)
     ny: int = Field(ge=2, le=2000)
-    nz: Optional[int] = Field(default=None, ge=2, le=500)
+    nz: int | None = Field(default=None, ge=2, le=500)
     bbox: list[float]
 
     @model_validator(mode="after")
@@ -143,7 +152,7 @@ class Output(Strict):
 
     format: Literal["npz"] = "npz"
     field: str = Field(default="scalar", pattern=r"^[a-z][a-z0-9_]*$")
-    components: Optional[list[str]] = None
+    components: list[str] | None = None
 
     @property
     def arrays(self) -> list[str]:
@@ -157,7 +166,7 @@ class CaseSpec(Strict):
     pde: PDE
     domain: Domain
     bc: BoundaryConditions = Field(default_factory=BoundaryConditions)
-    ic: Optional[InitialCondition] = None
+    ic: InitialCondition | None = None
     eval_grid: EvalGridSpec
     output: Output = Field(default_factory=Output)
 
@@ -179,7 +188,7 @@ class Thresholds(Strict):
     tau_acc: float = Field(gt=0)
     tau_time: float = Field(gt=0)
     machine: str
-    calibrated_at: Optional[str] = None
+    calibrated_at: str | None = None
 
 
 class CalibrationSetting(Strict):
@@ -189,27 +198,27 @@ class CalibrationSetting(Strict):
 
     element_degree: int = Field(ge=1, le=3)  # Taylor-Hood flows: the velocity degree (pressure one lower)
     cells_per_side: int = Field(ge=2, le=1024)  # mesh size h = L / cells_per_side, L the domain's largest side
-    dt: Optional[float] = Field(default=None, gt=0)  # largest time step (transient families only)
+    dt: float | None = Field(default=None, gt=0)  # largest time step (transient families only)
     solver: Literal["direct"] = "direct"
 
 
 class CalibrationConfig(Strict):
     source: str  # where the settings come from (an upstream record, or the draw that made them)
     settings: dict[Library, CalibrationSetting]
-    upstream_oracle: Optional[dict[str, Any]] = None  # imported records: the upstream oracle_config's solver part
+    upstream_oracle: dict[str, Any] | None = None  # imported records: the upstream oracle_config's solver part
 
 
 class EvaluationMetadata(Strict):
     construction_method: Literal[CONSTRUCTION_METHODS]
-    manufactured_solution: Optional[dict[str, ExpressionOrVector]] = None
-    reference_config: Optional[dict[str, Any]] = None
-    calibration_config: Optional[CalibrationConfig] = None
-    reference_path: Optional[str] = None
-    calibration_path: Optional[str] = None
+    manufactured_solution: dict[str, ExpressionOrVector] | None = None
+    reference_config: dict[str, Any] | None = None
+    calibration_config: CalibrationConfig | None = None
+    reference_path: str | None = None
+    calibration_path: str | None = None
     thresholds: dict[Library, Thresholds] = Field(default_factory=dict)
     # 2: the agent-visible data differ from the exact solution (issue 11), checked by
     # --pde-validate; absent: built before that (boundary data = the exact solution)
-    data_revision: Optional[int] = Field(default=None, ge=1)
+    data_revision: int | None = Field(default=None, ge=1)
 
 
 class Tags(Strict):
@@ -253,12 +262,16 @@ class CaseRecord(Strict):
         for kind in BC_KINDS:
             unknown = [tag for c in spec.bc.conditions(kind) for tag in c.tags if tag not in geometry.tags]
             if unknown:
-                raise ValueError(f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}")
+                raise ValueError(
+                    f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}"
+                )
         if spec.bc.periodic is not None and spec.domain.type != "periodic_square":
             raise ValueError("bc.periodic is only defined on the periodic_square domain")
         method = self.evaluation_metadata.construction_method
         if method == "manufactured_solution" and not self.evaluation_metadata.manufactured_solution:
-            raise ValueError("construction_method manufactured_solution needs evaluation_metadata.manufactured_solution")
+            raise ValueError(
+                "construction_method manufactured_solution needs evaluation_metadata.manufactured_solution"
+            )
         if method == "reference_numerical" and not self.evaluation_metadata.reference_config:
             raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
         for where, value in self.expressions():
@@ -315,6 +328,7 @@ def agent_view(record: CaseRecord, library: str) -> dict:
 
 
 # ---- loading ----
+
 
 class CaseFileError(Exception):
     """A JSONL case file that cannot be used; the message names file and line."""

@@ -1,23 +1,23 @@
 """The ``pdebench`` command: build cases, write the schema, calibrate, show tables.
 
-    pdebench schema [--check]               write (or check) cases/schema.json
-    pdebench build-starter                  write tests/cases/starter.jsonl (the smoke suite)
-    pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
-                                            (with --update-cases) the records' thresholds
-    pdebench materialize --library L        only the second step: calibrations/ -> records
-    pdebench table REPORT.json              outcome table of a pytest JSON report
-    pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
-                                            run time, never committed) to this layout
-    pdebench build-references CASES.jsonl   numerical references for records without an
-                                            exact solution (needs DOLFINx)
-    pdebench calibration-summary            e_base, tau_acc and t_base distributions
-    pdebench build-suite                    the full suite from build/design_matrix.toml
-    pdebench calibration-configs [CASES]    draw the records' calibration settings again
-    pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
-                                            away, and what solvers that solve nothing pass
-    pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
-    pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
-                                            run per registry model
+pdebench schema [--check]               write (or check) cases/schema.json
+pdebench build-starter                  write tests/cases/starter.jsonl (the smoke suite)
+pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
+                                        (with --update-cases) the records' thresholds
+pdebench materialize --library L        only the second step: calibrations/ -> records
+pdebench table REPORT.json              outcome table of a pytest JSON report
+pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
+                                        run time, never committed) to this layout
+pdebench build-references CASES.jsonl   numerical references for records without an
+                                        exact solution (needs DOLFINx)
+pdebench calibration-summary            e_base, tau_acc and t_base distributions
+pdebench build-suite                    the full suite from build/design_matrix.toml
+pdebench calibration-configs [CASES]    draw the records' calibration settings again
+pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
+                                        away, and what solvers that solve nothing pass
+pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
+pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
+                                        run per registry model
 """
 
 from __future__ import annotations
@@ -74,9 +74,18 @@ def _build_starter(args) -> int:
 
 
 def _calibrate(args) -> int:
-    command = ["-p", "no:cacheprovider", "--pde-calibrate", f"--pde-library={args.library}",
-               f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", f"--pde-runs={args.runs}",
-               f"--pde-calibrations={args.calibrations}", "-q", "-rfE"] + args.pytest_args
+    command = [
+        "-p",
+        "no:cacheprovider",
+        "--pde-calibrate",
+        f"--pde-library={args.library}",
+        f"--pde-cases={args.cases}",
+        f"--pde-submissions={args.oracle}",
+        f"--pde-runs={args.runs}",
+        f"--pde-calibrations={args.calibrations}",
+        "-q",
+        "-rfE",
+    ] + args.pytest_args
     if args.cluster:  # every machine class of the cluster's workers, each on its own workers
         command.append(f"--pde-cluster={args.cluster}")
     code = pytest.main(command)
@@ -99,8 +108,10 @@ def _report(args) -> int:
     out = Path(args.out)
     summary = write_report(runs, out, with_figures=not args.no_figures)
     items = sum(len(run.rows) for run in runs)
-    print(f"report over {len(runs)} run(s), {items} items: {out / 'report.md'}, {out / 'report.html'} "
-          f"({len(summary['tables'])} tables, {len(summary['figures'])} figures)")
+    print(
+        f"report over {len(runs)} run(s), {items} items: {out / 'report.md'}, {out / 'report.html'} "
+        f"({len(summary['tables'])} tables, {len(summary['figures'])} figures)"
+    )
     return 0
 
 
@@ -113,7 +124,9 @@ def _merge(args) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(merged, indent=1))
-    counts = ", ".join(f"{merged['summary'][k]} {k}" for k in sorted(merged["summary"]) if k not in ("total", "collected"))
+    counts = ", ".join(
+        f"{merged['summary'][k]} {k}" for k in sorted(merged["summary"]) if k not in ("total", "collected")
+    )
     print(f"merged {len(args.shards)} shards, {merged['summary']['total']} items ({counts}) into {out}")
     return 0
 
@@ -163,8 +176,15 @@ def _build_suite(args) -> int:
 
 
 def _calibration_configs(args) -> int:
-    update_case_files(Path(args.cases), Path(args.upstream), Path(args.calibrations), refine=args.refine,
-                      coarsen=args.coarsen, own=args.own, families=args.family)
+    update_case_files(
+        Path(args.cases),
+        Path(args.upstream),
+        Path(args.calibrations),
+        refine=args.refine,
+        coarsen=args.coarsen,
+        own=args.own,
+        families=args.family,
+    )
     return 0
 
 
@@ -177,13 +197,29 @@ def _reference_agreement(args) -> int:
     output, code = Path(args.output), 0
     if not args.no_run:  # the strong oracle's run; its verdicts under --output are what is kept
         marker = [] if args.all_records else ["-m", "reference_numerical"]
-        code = pytest.main(["-p", "no:cacheprovider", *marker, f"--pde-library={args.library}",
-                            f"--pde-cases={args.cases}", f"--pde-submissions={args.oracle}", "--pde-runs=1",
-                            f"--pde-output={output}", "--pde-resume", "-q", "-rfE", *args.pytest_args])
-    path, count = store_reference_agreement(Path(args.cases), args.library, output, Path(args.calibrations),
-                                            args.all_records)
-    print(f"{path}: the strong oracle's error (and time) on {count} records "
-          f"(pdebench calibration-summary compares them with tau_acc and tau_time)")
+        code = pytest.main(
+            [
+                "-p",
+                "no:cacheprovider",
+                *marker,
+                f"--pde-library={args.library}",
+                f"--pde-cases={args.cases}",
+                f"--pde-submissions={args.oracle}",
+                "--pde-runs=1",
+                f"--pde-output={output}",
+                "--pde-resume",
+                "-q",
+                "-rfE",
+                *args.pytest_args,
+            ]
+        )
+    path, count = store_reference_agreement(
+        Path(args.cases), args.library, output, Path(args.calibrations), args.all_records
+    )
+    print(
+        f"{path}: the strong oracle's error (and time) on {count} records "
+        f"(pdebench calibration-summary compares them with tau_acc and tau_time)"
+    )
     return int(code)
 
 
@@ -231,7 +267,9 @@ def _containers(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     schema = commands.add_parser("schema", help="write or check cases/schema.json")
@@ -250,14 +288,19 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--oracle", default="submissions/oracle")
     calibrate.add_argument("--calibrations", default="calibrations")
     calibrate.add_argument("--runs", type=int, default=3, help="timed runs averaged into t_base (default 3)")
-    calibrate.add_argument("--cluster", metavar="ADDRESS", help="calibrate on the workers of a Dask cluster "
-                           "(tcp://HOST:PORT or a scheduler file): one calibration file per kind of machine")
+    calibrate.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="calibrate on the workers of a Dask cluster "
+        "(tcp://HOST:PORT or a scheduler file): one calibration file per kind of machine",
+    )
     calibrate.add_argument("--update-cases", action="store_true", help="also materialize thresholds in the records")
     calibrate.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     calibrate.set_defaults(func=_calibrate)
 
-    materialize = commands.add_parser("materialize", help="write this machine's calibration into the records "
-                                      "(after calibrating in parts)")
+    materialize = commands.add_parser(
+        "materialize", help="write this machine's calibration into the records (after calibrating in parts)"
+    )
     materialize.add_argument("--library", default="dolfinx")
     materialize.add_argument("--cases", default="cases")
     materialize.add_argument("--calibrations", default="calibrations")
@@ -274,36 +317,60 @@ def main(argv: list[str] | None = None) -> int:
     merge.set_defaults(func=_merge)
 
     report = commands.add_parser("report", help="the paper's tables and figures from stored runs (never re-runs)")
-    report.add_argument("runs", nargs="+", metavar="[NAME=]RUN",
-                        help="pytest JSON reports (--json-report) or verdict files (JSON lines); NAME= names the system")
+    report.add_argument(
+        "runs",
+        nargs="+",
+        metavar="[NAME=]RUN",
+        help="pytest JSON reports (--json-report) or verdict files (JSON lines); NAME= names the system",
+    )
     report.add_argument("--out", default="reports/report", help="the report folder (default reports/report)")
     report.add_argument("--no-figures", action="store_true", help="tables only (no matplotlib)")
     report.set_defaults(func=_report)
 
     upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
     upstream.add_argument("source", nargs="?", default=str(UPSTREAM_FILE))
-    upstream.add_argument("--output", default="reports/upstream/cases.jsonl",
-                          help="where to write (keep it out of git: derived from CC BY data)")
+    upstream.add_argument(
+        "--output",
+        default="reports/upstream/cases.jsonl",
+        help="where to write (keep it out of git: derived from CC BY data)",
+    )
     upstream.set_defaults(func=_import_upstream)
 
     suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
-    suite.add_argument("--output", default="cases/suite.jsonl",
-                       help="where to write (built fields of existing records are kept)")
-    suite.add_argument("--upstream", default=str(UPSTREAM_FILE), help="the upstream records the calibration "
-                       "settings are drawn from (read, never committed)")
+    suite.add_argument(
+        "--output", default="cases/suite.jsonl", help="where to write (built fields of existing records are kept)"
+    )
+    suite.add_argument(
+        "--upstream",
+        default=str(UPSTREAM_FILE),
+        help="the upstream records the calibration settings are drawn from (read, never committed)",
+    )
     suite.set_defaults(func=_build_suite)
 
-    configs = commands.add_parser("calibration-configs", help="draw the records' calibration settings again "
-                                  "(in place; after a change of RESOLUTION_SCALE)")
+    configs = commands.add_parser(
+        "calibration-configs",
+        help="draw the records' calibration settings again (in place; after a change of RESOLUTION_SCALE)",
+    )
     configs.add_argument("cases", nargs="?", default="cases")
     configs.add_argument("--upstream", default=str(UPSTREAM_FILE))
-    configs.add_argument("--refine", metavar="LIBRARY", help="instead: finer meshes where this machine's "
-                         "calibration of LIBRARY has e_base >= 1e-3")
-    configs.add_argument("--coarsen", metavar="LIBRARY", help="instead: coarser meshes where this machine's "
-                         "calibration of LIBRARY is more accurate than its strong oracle (reference-agreement "
-                         "--all-records)")
-    configs.add_argument("--own", action="store_true", help="with --coarsen: change that library's setting "
-                         "only (its strong oracle is weaker than the others'; the source says 'for LIBRARY')")
+    configs.add_argument(
+        "--refine",
+        metavar="LIBRARY",
+        help="instead: finer meshes where this machine's calibration of LIBRARY has e_base >= 1e-3",
+    )
+    configs.add_argument(
+        "--coarsen",
+        metavar="LIBRARY",
+        help="instead: coarser meshes where this machine's "
+        "calibration of LIBRARY is more accurate than its strong oracle (reference-agreement "
+        "--all-records)",
+    )
+    configs.add_argument(
+        "--own",
+        action="store_true",
+        help="with --coarsen: change that library's setting "
+        "only (its strong oracle is weaker than the others'; the source says 'for LIBRARY')",
+    )
     configs.add_argument("--calibrations", default="calibrations")
     configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
     configs.set_defaults(func=_calibration_configs)
@@ -315,18 +382,28 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--format", default="simple")
     summary.set_defaults(func=_calibration_summary)
 
-    agreement = commands.add_parser("reference-agreement", help="the strong oracle against the references of "
-                                    "the reference-based records (checked by calibration-summary)")
+    agreement = commands.add_parser(
+        "reference-agreement",
+        help="the strong oracle against the references of the reference-based records (checked by calibration-summary)",
+    )
     agreement.add_argument("--library", default="dolfinx")
     agreement.add_argument("--cases", default="cases")
     agreement.add_argument("--oracle", default="submissions/oracle")
     agreement.add_argument("--calibrations", default="calibrations")
-    agreement.add_argument("--output", default="reports/calibration/strong", help="the runs' audit folders "
-                           "(finished items are reused)")
-    agreement.add_argument("--all-records", action="store_true", help="every record, not only the "
-                           "reference-based ones (the strong oracle as the anchor that must pass)")
-    agreement.add_argument("--no-run", action="store_true", help="read the verdicts already in --output "
-                           "(a run of the oracle with the same cases, e.g. benchmarks/validity.py's)")
+    agreement.add_argument(
+        "--output", default="reports/calibration/strong", help="the runs' audit folders (finished items are reused)"
+    )
+    agreement.add_argument(
+        "--all-records",
+        action="store_true",
+        help="every record, not only the reference-based ones (the strong oracle as the anchor that must pass)",
+    )
+    agreement.add_argument(
+        "--no-run",
+        action="store_true",
+        help="read the verdicts already in --output "
+        "(a run of the oracle with the same cases, e.g. benchmarks/validity.py's)",
+    )
     agreement.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     agreement.set_defaults(func=_reference_agreement)
 
@@ -358,12 +435,21 @@ def main(argv: list[str] | None = None) -> int:
     cost.set_defaults(func=_prompt_cost)
 
     containers = commands.add_parser("containers", help="the tracks' container images (--pde-sandbox=docker)")
-    containers.add_argument("action", choices=("build", "list", "prune", "engine"),
-                            help="engine: serve podman's Docker API here (podman and runc from apt)")
-    containers.add_argument("tracks", nargs="*", help="build: these tracks (default dolfinx and dealii; "
-                            "firedrake builds PETSc, about 25 min)")
-    containers.add_argument("--base-from-registry", action="store_true", help="build FROM debian:<release> "
-                            "instead of a local debootstrap base")
+    containers.add_argument(
+        "action",
+        choices=("build", "list", "prune", "engine"),
+        help="engine: serve podman's Docker API here (podman and runc from apt)",
+    )
+    containers.add_argument(
+        "tracks",
+        nargs="*",
+        help="build: these tracks (default dolfinx and dealii; firedrake builds PETSc, about 25 min)",
+    )
+    containers.add_argument(
+        "--base-from-registry",
+        action="store_true",
+        help="build FROM debian:<release> instead of a local debootstrap base",
+    )
     containers.add_argument("--folder", default="/run/pdebench-podman", help="engine: where the socket goes")
     containers.set_defaults(func=_containers)
 

@@ -84,8 +84,9 @@ def client():
     except Exception as exc:
         from .sandbox.docker_backend import ENGINE_HINT
 
-        raise ContainerError(ENGINE_HINT.format(where=os.environ.get("DOCKER_HOST") or "the default socket")
-                             + f" ({exc})") from None
+        raise ContainerError(
+            ENGINE_HINT.format(where=os.environ.get("DOCKER_HOST") or "the default socket") + f" ({exc})"
+        ) from None
     return engine
 
 
@@ -105,13 +106,16 @@ def build_base(engine, release: str, log=print) -> str:
     if _has_image(engine, name):
         return name
     if not shutil.which("debootstrap"):
-        raise ContainerError("debootstrap is missing: apt-get install debootstrap (it builds the base image "
-                             "where no registry is reachable), or pass --base-from-registry")
+        raise ContainerError(
+            "debootstrap is missing: apt-get install debootstrap (it builds the base image "
+            "where no registry is reachable), or pass --base-from-registry"
+        )
     with tempfile.TemporaryDirectory(prefix="pdebench-rootfs-") as scratch:
         rootfs, archive = Path(scratch) / "rootfs", Path(scratch) / "rootfs.tar"
         log(f"debootstrap --variant=minbase {release} from {DEBIAN_MIRROR} (about a minute)")
-        done = subprocess.run(["debootstrap", "--variant=minbase", release, str(rootfs), DEBIAN_MIRROR],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["debootstrap", "--variant=minbase", release, str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise ContainerError(f"debootstrap {release} failed: {done.stderr.strip()[-800:]}")
         shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
@@ -153,17 +157,24 @@ def build(track: str, base_from_registry: bool = False, log=print) -> str:
             shutil.copy2(path, Path(context) / name)
         _add_site_certificates(Path(context) / SITE_CA_FOLDER)
         try:
-            _, lines = engine.images.build(path=context, dockerfile="Containerfile", tag=recipe.tag,
-                                           buildargs={"BASE": base}, rm=True, forcerm=True,
-                                           labels={"org.pdebench.recipe": recipe.recipe_hash(),
-                                                   "org.pdebench.version": recipe.version})
+            _, lines = engine.images.build(
+                path=context,
+                dockerfile="Containerfile",
+                tag=recipe.tag,
+                buildargs={"BASE": base},
+                rm=True,
+                forcerm=True,
+                labels={"org.pdebench.recipe": recipe.recipe_hash(), "org.pdebench.version": recipe.version},
+            )
             for line in lines:
                 if "stream" in line and line["stream"].strip():
                     log(line["stream"].rstrip())
         except Exception as exc:  # BuildError carries the build's output: its end says why
             output = "".join(line.get("stream", "") for line in getattr(exc, "build_log", None) or [])
-            raise ContainerError(f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}"
-                                 + (f"\n--- end of the build output ---\n{output[-3000:]}" if output else "")) from None
+            raise ContainerError(
+                f"building {recipe.tag} failed: {getattr(exc, 'msg', exc)}"
+                + (f"\n--- end of the build output ---\n{output[-3000:]}" if output else "")
+            ) from None
     return recipe.tag
 
 
@@ -175,8 +186,14 @@ def images() -> list[dict]:
     for image in engine.images.list():
         for tag in image.tags:
             if tag.split("/")[-1].startswith("pdebench-"):
-                found.append({"tag": tag, "id": image.short_id, "size_mb": round(image.attrs.get("Size", 0) / 2**20),
-                              "current": tag.split("/")[-1] in current or BASE_REPOSITORY in tag})
+                found.append(
+                    {
+                        "tag": tag,
+                        "id": image.short_id,
+                        "size_mb": round(image.attrs.get("Size", 0) / 2**20),
+                        "current": tag.split("/")[-1] in current or BASE_REPOSITORY in tag,
+                    }
+                )
     return sorted(found, key=lambda row: row["tag"])
 
 
@@ -184,8 +201,11 @@ def images_listing() -> str:
     """``pdebench containers list``: the pdebench images the engine holds (those of older
     recipes marked: ``prune`` removes them) and the tags the current recipes build."""
     rows = [[r["tag"], r["id"], r["size_mb"], "" if r["current"] else "old recipe"] for r in images()]
-    return ((tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")
-            + "\n\nrecipes: " + ", ".join(recipe.tag for recipe in RECIPES_BY_TRACK.values()))
+    return (
+        (tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")
+        + "\n\nrecipes: "
+        + ", ".join(recipe.tag for recipe in RECIPES_BY_TRACK.values())
+    )
 
 
 def prune() -> list[str]:
@@ -199,7 +219,7 @@ def prune() -> list[str]:
     return removed
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def image_for(track: str, override: str | None = None) -> tuple[str, dict]:
     """(image id, labels) of the image a track runs in: the override, or the current recipe's tag."""
     import docker
@@ -217,8 +237,13 @@ def probe(image: str, argv: list[str], timeout: float = 120) -> str:
     """Run one short command in a throw-away container of the image (no network); its stdout."""
     engine = client()
     # a writable home and cache: importing a runtime may create its caches (Firedrake's does)
-    container = engine.containers.create(image, argv, network_mode="none", user="65534:65534",
-                                         environment={"HOME": "/tmp", "XDG_CACHE_HOME": "/tmp/cache"})
+    container = engine.containers.create(
+        image,
+        argv,
+        network_mode="none",
+        user="65534:65534",
+        environment={"HOME": "/tmp", "XDG_CACHE_HOME": "/tmp/cache"},
+    )
     try:
         container.start()
         code = container.wait(timeout=timeout)["StatusCode"]
@@ -276,8 +301,13 @@ def start_podman_service(folder: Path, timeout: float = 30.0) -> tuple[subproces
     socket.unlink(missing_ok=True)
     env = {**os.environ, "CONTAINERS_CONF": str(conf)}
     log = (folder / "service.log").open("ab")
-    service = subprocess.Popen([podman, "system", "service", "--time=0", f"unix://{socket}"], env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    service = subprocess.Popen(
+        [podman, "system", "service", "--time=0", f"unix://{socket}"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     host = f"unix://{socket}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -43,8 +43,9 @@ Every domain also has the tag ``boundary`` (the whole boundary).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,6 +78,7 @@ class Geometry:
 
 
 # ---- elementary shapes (vectorised over points; tol widens them by a hair) ----
+
 
 def _in_box(p: np.ndarray, box, tol: float) -> np.ndarray:
     inside = np.ones(len(p), dtype=bool)
@@ -136,6 +138,7 @@ def gear_vertices(center, teeth: int, base_radius: float, tooth_height: float) -
 
 # ---- templates ----
 
+
 def _circle_param(spec: dict, default_center, default_radius) -> tuple[tuple[float, float], float]:
     spec = spec or {}
     center = tuple(float(c) for c in spec.get("center", default_center))
@@ -174,12 +177,16 @@ def _polygon_geometry(kind: str, vertices: np.ndarray, extra: dict) -> Geometry:
     vertices = np.asarray(vertices, dtype=float)
     if vertices.ndim != 2 or vertices.shape[1] != 2 or len(vertices) < 3:
         raise DomainError(f"{kind}: a polygon needs at least 3 (x, y) vertices")
-    signed_area = 0.5 * np.sum(vertices[:, 0] * np.roll(vertices[:, 1], -1) - np.roll(vertices[:, 0], -1) * vertices[:, 1])
+    signed_area = 0.5 * np.sum(
+        vertices[:, 0] * np.roll(vertices[:, 1], -1) - np.roll(vertices[:, 0], -1) * vertices[:, 1]
+    )
     if signed_area <= 0:
         raise DomainError(f"{kind}: vertices must be listed counter-clockwise (signed area {signed_area:.3g})")
     box = (vertices[:, 0].min(), vertices[:, 0].max(), vertices[:, 1].min(), vertices[:, 1].max())
     params = dict(extra, vertices=vertices.tolist())
-    return Geometry(kind, 2, tuple(map(float, box)), ("boundary",), lambda p, tol: _in_polygon(p, vertices, tol), params)
+    return Geometry(
+        kind, 2, tuple(map(float, box)), ("boundary",), lambda p, tol: _in_polygon(p, vertices, tol), params
+    )
 
 
 def _l_shape(kind: str, params: dict) -> Geometry:
@@ -210,15 +217,21 @@ def _gear(kind: str, params: dict) -> Geometry:
 def _polygon_hole(kind: str, outer, vertices, params: dict) -> Geometry:
     vertices = np.asarray(vertices, dtype=float)
     _polygon_geometry(kind, vertices, {})  # same checks as a polygonal domain
-    if not (_in_box(vertices, outer, 0.0).all() and vertices[:, 0].min() > outer[0] and vertices[:, 0].max() < outer[1]
-            and vertices[:, 1].min() > outer[2] and vertices[:, 1].max() < outer[3]):
+    if not (
+        _in_box(vertices, outer, 0.0).all()
+        and vertices[:, 0].min() > outer[0]
+        and vertices[:, 0].max() < outer[1]
+        and vertices[:, 1].min() > outer[2]
+        and vertices[:, 1].max() < outer[3]
+    ):
         raise DomainError(f"{kind}: the polygonal hole is not strictly inside {outer}")
 
     def contains(p, tol):
         inside = _in_box(p, outer, tol)
         candidates = np.flatnonzero(inside)
         strictly_in_hole = _in_polygon(p[candidates], vertices, 0.0) & (
-            _distance_to_segments(p[candidates], vertices) > tol)
+            _distance_to_segments(p[candidates], vertices) > tol
+        )
         inside[candidates[strictly_in_hole]] = False
         return inside
 
@@ -228,10 +241,12 @@ def _polygon_hole(kind: str, outer, vertices, params: dict) -> Geometry:
 def _with_holes(kind: str, outer, holes: list, tags: tuple[str, ...], params: dict) -> Geometry:
     for center, radius in holes:
         inner_box = (center[0] - radius, center[0] + radius, center[1] - radius, center[1] + radius)
-        if not (outer[0] < inner_box[0] and inner_box[1] < outer[1] and outer[2] < inner_box[2] and inner_box[3] < outer[3]):
+        if not (
+            outer[0] < inner_box[0] and inner_box[1] < outer[1] and outer[2] < inner_box[2] and inner_box[3] < outer[3]
+        ):
             raise DomainError(f"{kind}: hole at {center} with radius {radius} is not strictly inside {outer}")
     for i, (c1, r1) in enumerate(holes):
-        for c2, r2 in holes[i + 1:]:
+        for c2, r2 in holes[i + 1 :]:
             if math.dist(c1, c2) <= r1 + r2:
                 raise DomainError(f"{kind}: holes at {c1} and {c2} overlap")
 
@@ -251,25 +266,41 @@ def _square_with_hole(kind: str, params: dict) -> Geometry:
         return _polygon_hole(kind, outer, vertices, {"outer": outer, "hole": {"vertices": vertices}})
     center, radius = _circle_param(params.get("hole"), (0.5, 0.5), 0.2)
     tags = RECT_TAGS_2D + ("hole", "boundary")
-    return _with_holes(kind, outer, [(center, radius)], tags, {"outer": outer, "hole": {"center": center, "radius": radius}})
+    return _with_holes(
+        kind, outer, [(center, radius)], tags, {"outer": outer, "hole": {"center": center, "radius": radius}}
+    )
 
 
 def _multi_hole(kind: str, params: dict) -> Geometry:
     outer = _rect_param(params.get("outer"), (0, 1, 0, 1))
-    raw = params.get("holes", [{"center": [0.3, 0.3], "radius": 0.1}, {"center": [0.7, 0.3], "radius": 0.08},
-                               {"center": [0.5, 0.7], "radius": 0.12}])
+    raw = params.get(
+        "holes",
+        [
+            {"center": [0.3, 0.3], "radius": 0.1},
+            {"center": [0.7, 0.3], "radius": 0.08},
+            {"center": [0.5, 0.7], "radius": 0.12},
+        ],
+    )
     holes = [_circle_param(h, None, None) for h in raw]
     if not holes:
         raise DomainError("multi_hole needs at least one hole")
     tags = RECT_TAGS_2D + ("holes", "boundary")
-    return _with_holes(kind, outer, holes, tags, {"outer": outer, "holes": [{"center": c, "radius": r} for c, r in holes]})
+    return _with_holes(
+        kind, outer, holes, tags, {"outer": outer, "holes": [{"center": c, "radius": r} for c, r in holes]}
+    )
 
 
 def _circle(kind: str, params: dict) -> Geometry:
     center, radius = _circle_param(params, (0.5, 0.5), 0.5)
     box = (center[0] - radius, center[0] + radius, center[1] - radius, center[1] + radius)
-    return Geometry(kind, 2, box, ("boundary",), lambda p, tol: _in_disk(p, center, radius, tol),
-                    {"center": center, "radius": radius})
+    return Geometry(
+        kind,
+        2,
+        box,
+        ("boundary",),
+        lambda p, tol: _in_disk(p, center, radius, tol),
+        {"center": center, "radius": radius},
+    )
 
 
 def _ring(kind: str, outer_c, outer_r, inner_c, inner_r) -> Geometry:
@@ -325,7 +356,9 @@ def _sector(kind: str, params: dict) -> Geometry:
         return (r <= radius + tol) & in_angle
 
     params_out = {"center": center, "radius": radius, "angle_deg": angle}
-    return Geometry(kind, 2, tuple(map(float, box)), ("arc", "edge_start", "edge_end", "boundary"), contains, params_out)
+    return Geometry(
+        kind, 2, tuple(map(float, box)), ("arc", "edge_start", "edge_end", "boundary"), contains, params_out
+    )
 
 
 def _t_junction(kind: str, params: dict) -> Geometry:
@@ -334,22 +367,35 @@ def _t_junction(kind: str, params: dict) -> Geometry:
     if stem[3] < bar[2] or stem[2] > bar[3] or stem[0] > bar[1] or stem[1] < bar[0]:
         raise DomainError("t_junction: bar and stem must overlap or touch")
     box = (min(bar[0], stem[0]), max(bar[1], stem[1]), min(bar[2], stem[2]), max(bar[3], stem[3]))
-    return Geometry(kind, 2, box, ("boundary",), lambda p, tol: _in_box(p, bar, tol) | _in_box(p, stem, tol),
-                    {"bar": bar, "stem": stem})
+    return Geometry(
+        kind,
+        2,
+        box,
+        ("boundary",),
+        lambda p, tol: _in_box(p, bar, tol) | _in_box(p, stem, tol),
+        {"bar": bar, "stem": stem},
+    )
 
 
 def _dumbbell(kind: str, params: dict) -> Geometry:
     left_c, left_r = _circle_param(params.get("left"), (0.25, 0.5), 0.25)
     right_c, right_r = _circle_param(params.get("right"), (0.75, 0.5), 0.25)
     bridge = _rect_param(params.get("bridge"), (0.25, 0.75, 0.4, 0.6))
-    box = (min(left_c[0] - left_r, bridge[0]), max(right_c[0] + right_r, bridge[1]),
-           min(left_c[1] - left_r, right_c[1] - right_r, bridge[2]), max(left_c[1] + left_r, right_c[1] + right_r, bridge[3]))
+    box = (
+        min(left_c[0] - left_r, bridge[0]),
+        max(right_c[0] + right_r, bridge[1]),
+        min(left_c[1] - left_r, right_c[1] - right_r, bridge[2]),
+        max(left_c[1] + left_r, right_c[1] + right_r, bridge[3]),
+    )
 
     def contains(p, tol):
         return _in_disk(p, left_c, left_r, tol) | _in_disk(p, right_c, right_r, tol) | _in_box(p, bridge, tol)
 
-    params_out = {"left": {"center": left_c, "radius": left_r}, "right": {"center": right_c, "radius": right_r},
-                  "bridge": bridge}
+    params_out = {
+        "left": {"center": left_c, "radius": left_r},
+        "right": {"center": right_c, "radius": right_r},
+        "bridge": bridge,
+    }
     return Geometry(kind, 2, tuple(map(float, box)), ("boundary",), contains, params_out)
 
 

@@ -60,8 +60,8 @@ from .calibration import Alphas, check_baseline
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
-from .plan import ItemPlan
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
+from .plan import ItemPlan
 from .reference import reference_fields
 from .sandbox import Limits
 from .sources import Submission
@@ -166,10 +166,16 @@ class Verdict(RunFacts):
     source_failure: bool = False  # F-Exec that is not the solver's: an agent crashed or hit a limit
 
     @classmethod
-    def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> "Verdict":
-        return cls(case_id=record.id, library=library, family=record.family,
-                   math_type=list(record.pde_classification.math_type), domain=record.domain_type, source=source,
-                   **fields)
+    def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> Verdict:
+        return cls(
+            case_id=record.id,
+            library=library,
+            family=record.family,
+            math_type=list(record.pde_classification.math_type),
+            domain=record.domain_type,
+            source=source,
+            **fields,
+        )
 
     @property
     def passed(self) -> bool:
@@ -180,7 +186,7 @@ class Verdict(RunFacts):
         return {**{name: data[name] for name in _OWN_FIELDS}, **data}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Verdict":
+    def from_dict(cls, data: dict) -> Verdict:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
@@ -205,9 +211,17 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
     """What a resumed verdict must have been earned with: harness rules, case, submission,
     thresholds and the settings that change what is timed."""
     library, thresholds = plan.library, plan.thresholds
-    parts = [HARNESS_REVISION, plan.case_fingerprint, library, submission.fingerprint,
-             asdict(thresholds) if thresholds else None, settings.runs, settings.timeout_sec, settings.calibrate,
-             settings.sandbox]
+    parts = [
+        HARNESS_REVISION,
+        plan.case_fingerprint,
+        library,
+        submission.fingerprint,
+        asdict(thresholds) if thresholds else None,
+        settings.runs,
+        settings.timeout_sec,
+        settings.calibrate,
+        settings.sandbox,
+    ]
     if settings.sandbox == "docker":  # another image is another runtime
         parts.append(settings.runtime(library).image)
     if settings.runner_for(library) == "warm":  # another timed-window constant
@@ -239,15 +253,24 @@ def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunT
     """What the run site needs for this item: the agent's view, never the answer."""
     record, library = plan.record, plan.library
     timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
-    return RunTask(library=library, case_id=record.id, case_spec=agent_view(record, library),
-                   output_names=tuple(record.case_spec.output.arrays), submission=submission,
-                   limits=Limits(timeout_sec=timeout, memory_mb=settings.memory_mb), runs=settings.runs,
-                   sandbox=settings.sandbox, runner=settings.runner_for(library), image=dict(settings.images).get(library),
-                   calibration_setting=calibration_setting(record, library) if settings.calibrate else None)
+    return RunTask(
+        library=library,
+        case_id=record.id,
+        case_spec=agent_view(record, library),
+        output_names=tuple(record.case_spec.output.arrays),
+        submission=submission,
+        limits=Limits(timeout_sec=timeout, memory_mb=settings.memory_mb),
+        runs=settings.runs,
+        sandbox=settings.sandbox,
+        runner=settings.runner_for(library),
+        image=dict(settings.images).get(library),
+        calibration_setting=calibration_setting(record, library) if settings.calibrate else None,
+    )
 
 
-def evaluate(plan: ItemPlan, submission: Submission, source_label: str, settings: Settings,
-             item_dir: Path | None = None) -> Verdict:
+def evaluate(
+    plan: ItemPlan, submission: Submission, source_label: str, settings: Settings, item_dir: Path | None = None
+) -> Verdict:
     """Run the gates for one item and write its verdict.json (in ``item_dir``, by default
     the plan's item folder). The runs happen through the plan's executor (default:
     ``execute`` in this process; a cluster's sends the task to a worker). Raises RuntimeMissing."""
@@ -259,13 +282,24 @@ def evaluate(plan: ItemPlan, submission: Submission, source_label: str, settings
         return previous
     task = run_task(plan, submission, settings)
     verdict = Verdict.for_item(
-        record, library, source_label, submission=submission.origin, submission_fingerprint=submission.fingerprint,
-        sandbox=settings.sandbox, runner=task.runner, artifacts=str(item_dir), fingerprint=fingerprint,
+        record,
+        library,
+        source_label,
+        submission=submission.origin,
+        submission_fingerprint=submission.fingerprint,
+        sandbox=settings.sandbox,
+        runner=task.runner,
+        artifacts=str(item_dir),
+        fingerprint=fingerprint,
         case_fingerprint=plan.case_fingerprint,
     )
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base
-        verdict.tau_acc, verdict.tau_time, verdict.calibration = thresholds.tau_acc, thresholds.tau_time, thresholds.source
+        verdict.tau_acc, verdict.tau_time, verdict.calibration = (
+            thresholds.tau_acc,
+            thresholds.tau_time,
+            thresholds.source,
+        )
         verdict.alphas = thresholds.factors
     if item_dir.exists():
         shutil.rmtree(item_dir)
@@ -294,7 +328,12 @@ class _Judge:
 
     def __init__(self, record: CaseRecord, verdict: Verdict, thresholds, settings: Settings, case_dir):
         self.record, self.verdict, self.thresholds, self.settings, self.case_dir = (
-            record, verdict, thresholds, settings, case_dir)
+            record,
+            verdict,
+            thresholds,
+            settings,
+            case_dir,
+        )
 
     def prepare(self) -> None:
         spec = self.record.case_spec_dict()
@@ -337,8 +376,14 @@ class _Judge:
         if self.settings.calibrate:
             verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
             verdict.calibration_problem = check_baseline(
-                self.record, verdict.error, verdict.t_agent, verdict.solver_info, verdict.reference_norm,
-                self.settings.alphas, calibration_setting(self.record, verdict.library))
+                self.record,
+                verdict.error,
+                verdict.t_agent,
+                verdict.solver_info,
+                verdict.reference_norm,
+                self.settings.alphas,
+                calibration_setting(self.record, verdict.library),
+            )
         else:
             gates.time_gate(verdict.t_agent, self.thresholds.tau_time)
 
@@ -354,15 +399,18 @@ class _Judge:
                 window = done.timed_runs[number - 1]
                 verdict.cores_used = max(verdict.cores_used or 0.0, output.cpu_sec / window)
                 if output.cpu_sec > CORES_FLAG * window + CORES_SLACK_SEC and not verdict.flags:
-                    verdict.flags.append(f"timed run {number} used {output.cpu_sec / window:.2f} cores over its "
-                                         f"window (more than {CORES_FLAG})")
+                    verdict.flags.append(
+                        f"timed run {number} used {output.cpu_sec / window:.2f} cores over its "
+                        f"window (more than {CORES_FLAG})"
+                    )
             if output.solution is None:  # byte for byte the gated run's
                 verdict.timed_errors.append(verdict.error)
                 verdict.run_difference = verdict.run_difference or 0.0
                 continue
             try:
-                solution = gates.read_solution(output.solution, names, self.grid.axis_names, self.grid.shape,
-                                               self.valid)
+                solution = gates.read_solution(
+                    output.solution, names, self.grid.axis_names, self.grid.shape, self.valid
+                )
             except gates.GateFailure as failure:
                 raise gates.exec_failure(f"timed run {number}: {failure.reason}") from None
             error = metrics.relative_l2_error(solution, self.reference, self.valid)
@@ -373,8 +421,9 @@ class _Judge:
                 try:
                     gates.accuracy_gate(error, self.thresholds.tau_acc)
                 except gates.GateFailure as failure:
-                    raise gates.GateFailure("F-Acc", f"timed run {number}: {failure.reason} (the gated run's "
-                                                     f"{verdict.error:.2e})") from None
+                    raise gates.GateFailure(
+                        "F-Acc", f"timed run {number}: {failure.reason} (the gated run's {verdict.error:.2e})"
+                    ) from None
 
     def _gated_run(self, done: Execution, verdict: Verdict, item_dir: Path | None) -> gates.GateFailure | None:
         """Gates 1 (execution and output format) and 2 (accuracy) on the gated run: raises a

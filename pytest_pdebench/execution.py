@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from . import gates
 from .calibration import machine_key
@@ -84,7 +84,7 @@ class RunFacts:
     machine: str = ""  # the kind of machine that timed it (calibration.py)
     worker: str = ""  # --pde-cluster: the Dask worker that ran it
 
-    def take_facts(self, other: "RunFacts") -> None:
+    def take_facts(self, other: RunFacts) -> None:
         for name in RunFacts.__dataclass_fields__:
             value = getattr(other, name)
             setattr(self, name, list(value) if isinstance(value, list) else value)
@@ -115,7 +115,7 @@ class Execution(RunFacts):
         """The gated run exited cleanly (its outputs are for the gates)."""
         return self.compile_failure is None and self.run_failure is None and self.output_failure is None
 
-    def without_timing(self) -> "Execution":
+    def without_timing(self) -> Execution:
         """The same execution as if the timed runs had not been asked for."""
         self.timed, self.timed_runs, self.timed_outputs, self.timed_failure = False, [], [], None
         return self
@@ -148,8 +148,9 @@ class ItemRun:
         shutil.copy(RUNNER, self.harness / RUNNER.name)
         freeze_tree(self.harness)
         store = self.track.kernel_store(self.runtime, task.submission.fingerprint) or self.scratch / "kernels"
-        self.kernels = KernelCache(store, self.track.kernel_rules, self.track.kernel_files_per_run,
-                                   self.track.kernel_bytes_per_run)
+        self.kernels = KernelCache(
+            store, self.track.kernel_rules, self.track.kernel_files_per_run, self.track.kernel_bytes_per_run
+        )
         self.kernels.store.mkdir(parents=True, exist_ok=True)  # in the scratch folder, or a track's persistent one
         self.count = 0
         self.executable: Path | None = None
@@ -171,8 +172,9 @@ class ItemRun:
         submission = self.task.submission
         for name, content in submission.files.items():
             (build_dir / name).write_bytes(content)
-        result = self.track.build(self.runtime, submission.files, submission.solver_name, build_dir,
-                                  self.backend, self.task.limits)
+        result = self.track.build(
+            self.runtime, submission.files, submission.solver_name, build_dir, self.backend, self.task.limits
+        )
         if result is not None and result.executable is not None:
             self.executable = result.executable
         return result
@@ -194,8 +196,9 @@ class ItemRun:
         for trash in self.scratch.glob("trash-*"):
             remove_tree(trash)
         self._write_inputs(self.work)
-        request = self.track.run_request(self.runtime, self.task.submission.solver_name, self.work, self.cache,
-                                         self.task.limits)
+        request = self.track.run_request(
+            self.runtime, self.task.submission.solver_name, self.work, self.cache, self.task.limits
+        )
         request.kernels, request.item = self.kernels.store, str(self.workspace)
         request.tmp_dir, request.harness_dir = self.tmp, self.harness
         if self.task.runner == "warm":
@@ -271,8 +274,7 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
                 done.timed_failure = f"timed run {number}: {unreadable(failure)}"
                 break
             done.timed_runs.append(timed.solve_sec)
-            done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta,
-                                                 timed.cpu_sec))
+            done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta, timed.cpu_sec))
         return done
     finally:
         runs.cleanup()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 import sympy as sp
@@ -28,8 +28,23 @@ CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
 FUNCTIONS = {
     name: getattr(sp, name)
     for name in (
-        "sin", "cos", "tan", "exp", "log", "sqrt", "sinh", "cosh", "tanh",
-        "atan", "asin", "acos", "atan2", "Abs", "sign", "Max", "Min",
+        "sin",
+        "cos",
+        "tan",
+        "exp",
+        "log",
+        "sqrt",
+        "sinh",
+        "cosh",
+        "tanh",
+        "atan",
+        "asin",
+        "acos",
+        "atan2",
+        "Abs",
+        "sign",
+        "Max",
+        "Min",
     )
 }
 FUNCTIONS["abs"] = sp.Abs
@@ -48,8 +63,8 @@ _BINARY = {
 
 MAX_EXPRESSION_LENGTH = 20_000
 
-Number = Union[int, float]
-ExpressionLike = Union[str, Number]
+Number = int | float
+ExpressionLike = str | Number
 
 
 class ExpressionError(ValueError):
@@ -153,4 +168,3 @@ def evaluate(source: ExpressionLike, points: np.ndarray, time: float = 0.0) -> n
 def evaluate_vector(sources: Sequence[ExpressionLike], points: np.ndarray, time: float = 0.0) -> np.ndarray:
     """Evaluate a vector of expressions: result shape (N, len(sources))."""
     return np.stack([evaluate(s, points, time) for s in sources], axis=1)
-

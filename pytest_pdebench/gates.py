@@ -168,18 +168,22 @@ def _binary_outputs(workdir: Path, names: list[str], grid) -> dict | None:
     arrays = {}
     for name, raw in contents.items():
         if raw is None:
-            raise exec_failure(f"{files[name]} is missing (binary output needs one file per array: "
-                               f"{', '.join(files.values())})")
+            raise exec_failure(
+                f"{files[name]} is missing (binary output needs one file per array: {', '.join(files.values())})"
+            )
         if len(raw) != expected * 8:
-            raise exec_failure(f"{files[name]} holds {len(raw)} bytes = {len(raw) / 8:g} float64 values; the grid "
-                               f"of shape {grid.shape} needs {expected} ({expected * 8} bytes)")
+            raise exec_failure(
+                f"{files[name]} holds {len(raw)} bytes = {len(raw) / 8:g} float64 values; the grid "
+                f"of shape {grid.shape} needs {expected} ({expected * 8} bytes)"
+            )
         with solver_bytes(files[name]):
             arrays[name] = np.frombuffer(raw, dtype="<f8").reshape(grid.shape)
     return arrays
 
 
-def read_solution(raw: bytes, names: list[str], axis_names: tuple[str, ...], grid_shape: tuple[int, ...],
-                  valid: np.ndarray) -> np.ndarray:
+def read_solution(
+    raw: bytes, names: list[str], axis_names: tuple[str, ...], grid_shape: tuple[int, ...], valid: np.ndarray
+) -> np.ndarray:
     """Check a solution.npz (its bytes) against the contract; return components stacked on
     the last axis."""
     with solver_bytes("solution.npz"):
@@ -202,9 +206,11 @@ def npz_arrays(raw: bytes, cap: int) -> dict[str, np.ndarray]:
             raise exec_failure(f"solution.npz unpacks to {unpacked} bytes, over the {cap}-byte cap for this grid")
         for member in members:
             if member.compress_type not in NPZ_METHODS:
-                raise exec_failure(f"solution.npz member {member.filename!r} is packed with method "
-                                   f"{member.compress_type}; only stored (np.savez) and deflated "
-                                   "(np.savez_compressed) members are read")
+                raise exec_failure(
+                    f"solution.npz member {member.filename!r} is packed with method "
+                    f"{member.compress_type}; only stored (np.savez) and deflated "
+                    "(np.savez_compressed) members are read"
+                )
         arrays, allocated = {}, 0
         for member in members:
             if not member.filename.endswith(".npy"):
@@ -213,10 +219,12 @@ def npz_arrays(raw: bytes, cap: int) -> dict[str, np.ndarray]:
                 shape, dtype = _npy_header(stream, member.filename)
             allocated += math.prod(shape) * dtype.itemsize
             if allocated > cap:
-                raise exec_failure(f"solution.npz member {member.filename!r} declares shape {shape} of {dtype}: "
-                                   f"{allocated} bytes of arrays, over the {cap}-byte cap for this grid")
+                raise exec_failure(
+                    f"solution.npz member {member.filename!r} declares shape {shape} of {dtype}: "
+                    f"{allocated} bytes of arrays, over the {cap}-byte cap for this grid"
+                )
             with archive.open(member) as stream:
-                arrays[member.filename[:-len(".npy")]] = np.lib.format.read_array(stream, allow_pickle=False)
+                arrays[member.filename[: -len(".npy")]] = np.lib.format.read_array(stream, allow_pickle=False)
     return arrays
 
 
@@ -224,17 +232,25 @@ def _npy_header(stream, member: str) -> tuple[tuple[int, ...], np.dtype]:
     version = np.lib.format.read_magic(stream)
     read_header = NPY_HEADER_READERS.get(version)
     if read_header is None:
-        raise exec_failure(f"solution.npz member {member!r} is .npy format {version[0]}.{version[1]}; "
-                           "float arrays are written as 1.0 or 2.0")
+        raise exec_failure(
+            f"solution.npz member {member!r} is .npy format {version[0]}.{version[1]}; "
+            "float arrays are written as 1.0 or 2.0"
+        )
     shape, _, dtype = read_header(stream)  # a header over 10,000 bytes: ValueError before it is parsed
     if dtype.hasobject:
-        raise exec_failure(f"solution.npz member {member!r} holds Python objects (dtype {dtype}), "
-                           "expected a real float type")
+        raise exec_failure(
+            f"solution.npz member {member!r} holds Python objects (dtype {dtype}), expected a real float type"
+        )
     return shape, dtype
 
 
-def _solution_components(arrays: dict[str, np.ndarray], names: list[str], axis_names: tuple[str, ...],
-                         grid_shape: tuple[int, ...], valid: np.ndarray) -> np.ndarray:
+def _solution_components(
+    arrays: dict[str, np.ndarray],
+    names: list[str],
+    axis_names: tuple[str, ...],
+    grid_shape: tuple[int, ...],
+    valid: np.ndarray,
+) -> np.ndarray:
     missing = [name for name in names + list(axis_names) if name not in arrays]
     if missing:
         raise exec_failure(f"solution.npz lacks arrays {missing} (has {sorted(arrays)})")
@@ -253,8 +269,10 @@ def _solution_components(arrays: dict[str, np.ndarray], names: list[str], axis_n
         bad = ~np.isfinite(array) & valid
         if bad.any():
             where = np.argwhere(bad)[0]
-            raise exec_failure(f"array {name!r} has {int(bad.sum())} NaN/inf values inside the domain "
-                               f"(first at index {tuple(int(i) for i in where)})")
+            raise exec_failure(
+                f"array {name!r} has {int(bad.sum())} NaN/inf values inside the domain "
+                f"(first at index {tuple(int(i) for i in where)})"
+            )
         components.append(array)
     return np.stack(components, axis=-1)
 

@@ -19,7 +19,7 @@ class EvalGrid:
     axes: tuple[np.ndarray, ...]  # (x, y[, z])
 
     @classmethod
-    def from_spec(cls, eval_grid: dict) -> "EvalGrid":
+    def from_spec(cls, eval_grid: dict) -> EvalGrid:
         bbox = [float(v) for v in eval_grid["bbox"]]
         counts = [int(eval_grid["nx"]), int(eval_grid["ny"])]
         if len(bbox) == 6:

@@ -40,11 +40,16 @@ class CaseFile(pytest.File):
                 for library in run.libraries:
                     if library in record.supported_libraries:
                         for machine in classes:
-                            yield CaseItem.from_parent(self, name=case_item_name(record.id, library, machine),
-                                                       record=record, library=library, line=line, machine=machine)
+                            yield CaseItem.from_parent(
+                                self,
+                                name=case_item_name(record.id, library, machine),
+                                record=record,
+                                library=library,
+                                line=line,
+                                machine=machine,
+                            )
         except CaseFileError as exc:
             raise self.CollectError(str(exc)) from None
-
 
     def _validation_items(self, seen: dict):
         """One item per line: a broken record fails on its own, named by id (or line)."""
@@ -91,14 +96,18 @@ class ValidateItem(pytest.Item):
             tried.append(library)
             self.user_properties.append(("pde_trial", verdict.to_dict()))
             if not verdict.passed:
-                raise ValidationFailure(f"record {record.id}: trial run on {library}: {verdict.outcome}: "
-                                        f"{verdict.reason}")
+                raise ValidationFailure(
+                    f"record {record.id}: trial run on {library}: {verdict.outcome}: {verdict.reason}"
+                )
             if verdict.calibration_problem:
-                raise ValidationFailure(f"record {record.id}: trial run on {library}: thresholds: "
-                                        f"{verdict.calibration_problem}")
+                raise ValidationFailure(
+                    f"record {record.id}: trial run on {library}: thresholds: {verdict.calibration_problem}"
+                )
         if not tried:
-            pytest.skip(f"record {record.id}: static checks pass; no runtime here for a trial run "
-                        f"({', '.join(record.supported_libraries)})")
+            pytest.skip(
+                f"record {record.id}: static checks pass; no runtime here for a trial run "
+                f"({', '.join(record.supported_libraries)})"
+            )
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, (ValidationFailure, ReferenceError)):
@@ -113,8 +122,13 @@ class CaseItem(pytest.Item):
     def __init__(self, *, record: CaseRecord, library: str, line: int, machine: str | None = None, **kwargs):
         super().__init__(**kwargs)
         self.record, self.library, self.line, self.machine = record, library, line, machine
-        for marker in (record.family, *record.pde_classification.math_type, library, record.domain_type,
-                       record.evaluation_metadata.construction_method):
+        for marker in (
+            record.family,
+            *record.pde_classification.math_type,
+            library,
+            record.domain_type,
+            record.evaluation_metadata.construction_method,
+        ):
             self.add_marker(marker)
         self.extra_keyword_matches.update({record.id, record.family, library, record.domain_type})
         if self.config.pluginmanager.hasplugin("timeout"):
@@ -180,8 +194,15 @@ def no_verdict(nodeid: str, source: str | None, crash: str | None = None) -> dic
     item = case_item_of(nodeid)
     if item is None:
         return None
-    return {"case_id": item[0], "library": item[1], "family": "?", "source": source, "outcome": "F-Exec",
-            "reason": f"{NO_VERDICT} ({crash})" if crash else NO_VERDICT, "no_verdict": True}
+    return {
+        "case_id": item[0],
+        "library": item[1],
+        "family": "?",
+        "source": source,
+        "outcome": "F-Exec",
+        "reason": f"{NO_VERDICT} ({crash})" if crash else NO_VERDICT,
+        "no_verdict": True,
+    }
 
 
 def verdict_of(report) -> dict | None:

@@ -88,8 +88,11 @@ class KernelRule:
             return False
         if not self.pickle_top:
             return classes == [] and is_pickled_string(content)
-        return (bool(classes) and classes[0] in self.pickle_top
-                and all(name.split(".")[0] in self.pickle_roots for name in classes))
+        return (
+            bool(classes)
+            and classes[0] in self.pickle_top
+            and all(name.split(".")[0] in self.pickle_roots for name in classes)
+        )
 
 
 _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
@@ -154,15 +157,22 @@ def is_shared_object(content: bytes) -> bool:
     library's parts, or a file that only starts with the magic, does not pass)."""
     if len(content) < 64 or not content.startswith(ELF_MAGIC) or content[4] != 2 or content[5] != 1:
         return False  # not ELF, not 64-bit, not little-endian
-    e_type, = struct.unpack_from("<H", content, 16)
+    (e_type,) = struct.unpack_from("<H", content, 16)
     e_phoff, e_shoff = struct.unpack_from("<QQ", content, 32)
     e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from("<HHHHH", content, 52)
-    if not (e_type == ET_DYN and e_ehsize == 64 and e_shentsize == 64 and e_shnum > 0 and e_phentsize == 56
-            and e_phnum > 0 and e_shoff + e_shnum * e_shentsize == len(content)):
+    if not (
+        e_type == ET_DYN
+        and e_ehsize == 64
+        and e_shentsize == 64
+        and e_shnum > 0
+        and e_phentsize == 56
+        and e_phnum > 0
+        and e_shoff + e_shnum * e_shentsize == len(content)
+    ):
         return False
     parts = [(0, 64), (e_phoff, e_phoff + e_phnum * e_phentsize), (e_shoff, len(content))]
     for index in range(e_shnum):
-        kind, = struct.unpack_from("<I", content, e_shoff + index * 64 + 4)
+        (kind,) = struct.unpack_from("<I", content, e_shoff + index * 64 + 4)
         offset, size = struct.unpack_from("<QQ", content, e_shoff + index * 64 + 24)
         if kind != SHT_NOBITS and size:
             parts.append((offset, offset + size))
@@ -202,7 +212,7 @@ class KernelCache:
         """Every file of the store the rules admit, with its rule, from one walk."""
         found = []
         store = str(self.store)
-        for folder, subfolders, files in os.walk(store):
+        for folder, _subfolders, files in os.walk(store):
             relative_folder = os.path.relpath(folder, store)
             relative_folder = "" if relative_folder == "." else relative_folder + "/"
             for name in files:
@@ -248,7 +258,7 @@ class KernelCache:
         harvest = Harvest()
         accepted: list[tuple[str, KernelRule, bytes]] = []
         root = str(run_cache)
-        for folder, subfolders, files in os.walk(root):  # os.walk does not follow links
+        for folder, _subfolders, files in os.walk(root):  # os.walk does not follow links
             for name in sorted(files):
                 path = os.path.join(folder, name)
                 if stat.S_ISLNK(os.lstat(path).st_mode):
@@ -288,10 +298,11 @@ class KernelCache:
             group_size = sum(len(content) for _, _, content in group)
             if files + len(group) > self.max_files or size + group_size > self.max_bytes:
                 for relative, _, _ in group:
-                    harvest.note_drop(f"{relative} (over the {self.max_files} files, {self.max_bytes >> 20} MB "
-                                      "a run may add)")
+                    harvest.note_drop(
+                        f"{relative} (over the {self.max_files} files, {self.max_bytes >> 20} MB a run may add)"
+                    )
                 continue
-            for relative, rule, content in group:
+            for relative, _rule, content in group:
                 if self._store(relative, content):
                     files, size = files + 1, size + len(content)
                     harvest.kept += 1

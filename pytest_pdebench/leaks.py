@@ -53,7 +53,7 @@ class GridSample:
     t_end: float
 
     @classmethod
-    def of(cls, case_spec: dict) -> "GridSample":
+    def of(cls, case_spec: dict) -> GridSample:
         grid = EvalGrid.from_spec(case_spec["eval_grid"])
         valid = valid_mask(case_spec, grid)
         time = case_spec["pde"].get("time")
@@ -77,7 +77,7 @@ def _norm(values: np.ndarray) -> float:
 def _fit(candidate: np.ndarray, target: np.ndarray) -> float:
     """The constant c minimising ||c candidate - target||."""
     denominator = float(np.sum(candidate * candidate))
-    return float(np.sum(candidate * target)) / denominator if denominator > EPS_NORM ** 2 else 0.0
+    return float(np.sum(candidate * target)) / denominator if denominator > EPS_NORM**2 else 0.0
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,11 @@ def distance(candidate: np.ndarray, target: np.ndarray, edge: np.ndarray) -> Dis
     scale = max(_norm(target), EPS_NORM)
     c_edge = _fit(candidate[edge], target[edge]) if edge.any() else 1.0
     c_best = _fit(candidate, target)
-    return Distance(_norm(candidate - target) / scale, _norm(c_edge * candidate - target) / scale,
-                    _norm(c_best * candidate - target) / scale)
+    return Distance(
+        _norm(candidate - target) / scale,
+        _norm(c_edge * candidate - target) / scale,
+        _norm(c_best * candidate - target) / scale,
+    )
 
 
 def output_columns(values: np.ndarray, names: list[str]) -> list[np.ndarray]:
@@ -167,8 +170,11 @@ def field_distances(record: CaseRecord, sample: GridSample | None = None) -> lis
     out = []
     for where, value in visible_fields(record):
         columns = output_columns(field_values(value, sample.points, sample.t_end), names)
-        out += [(where, name, distance(column, target, sample.edge))
-                for name, column, target in zip(names, columns, targets) if column is not None]
+        out += [
+            (where, name, distance(column, target, sample.edge))
+            for name, column, target in zip(names, columns, targets)
+            if column is not None
+        ]
     return out
 
 
@@ -196,14 +202,19 @@ def leak_problems(record: CaseRecord) -> list[str]:
     if not manufactured(record):
         return []
     sample = GridSample.of(record.case_spec_dict())
-    problems = [f"{where} is {d.smallest:.0%} from the exact {name} at t_end "
-                f"(as is {d.raw:.0%}, edge-scaled {d.edge_scaled:.0%}, best multiple {d.best_scaled:.0%}; "
-                f"at least {LEAK_DISTANCE:.0%} needed)"
-                for where, name, d in field_distances(record, sample) if d.smallest < LEAK_DISTANCE]
+    problems = [
+        f"{where} is {d.smallest:.0%} from the exact {name} at t_end "
+        f"(as is {d.raw:.0%}, edge-scaled {d.edge_scaled:.0%}, best multiple {d.best_scaled:.0%}; "
+        f"at least {LEAK_DISTANCE:.0%} needed)"
+        for where, name, d in field_distances(record, sample)
+        if d.smallest < LEAK_DISTANCE
+    ]
     change, needed = initial_change(record, sample), initial_change_needed(record)
     if change is not None and change < needed:
-        problems.append(f"the solution changes by {change:.2g} between t0 and t_end (relative): returning the "
-                        f"initial condition would come within {needed:.2g}")
+        problems.append(
+            f"the solution changes by {change:.2g} between t0 and t_end (relative): returning the "
+            f"initial condition would come within {needed:.2g}"
+        )
     return problems
 
 
@@ -225,8 +236,11 @@ def dishonest_errors(record: CaseRecord) -> dict[str, float]:
         found = output_columns(field_values(value, sample.points, when), names)
         return None if any(c is None for c in found) else found
 
-    gaps = [relative_gap(c, target) for condition in spec.bc.conditions("dirichlet")
-            if (c := columns(condition.value, sample.t_end)) is not None]
+    gaps = [
+        relative_gap(c, target)
+        for condition in spec.bc.conditions("dirichlet")
+        if (c := columns(condition.value, sample.t_end)) is not None
+    ]
     if gaps:
         errors["boundary data"] = min(gaps)
     if spec.pde.forcing is not None and (forcing := columns(spec.pde.forcing.value, sample.t_end)) is not None:
@@ -285,9 +299,13 @@ def leak_audit(cases: Path, library: str, fmt: str = "simple") -> str:
     columns = ["records", "manufactured", *RUNGS, "leaking"]
     total = sum(counts.values(), Counter())
     rows = [[family, *(row[c] for c in columns)] for family, row in sorted(counts.items())]
-    table = tabulate(rows + [["all", *(total[c] for c in columns)]],
-                     headers=["family", "records", "manufactured", *(f"{s} passes" for s in RUNGS), "leaking"],
-                     tablefmt=fmt)
-    return (f"{table}\n\npasses: the evaluator's error <= the record's {library} tau_acc"
-            + (f" ({untuned} records without one: <= {LEAK_DISTANCE})" if untuned else "")
-            + "; leaking: rejected by the leak check of --pde-validate (leaks.py)")
+    table = tabulate(
+        rows + [["all", *(total[c] for c in columns)]],
+        headers=["family", "records", "manufactured", *(f"{s} passes" for s in RUNGS), "leaking"],
+        tablefmt=fmt,
+    )
+    return (
+        f"{table}\n\npasses: the evaluator's error <= the record's {library} tau_acc"
+        + (f" ({untuned} records without one: <= {LEAK_DISTANCE})" if untuned else "")
+        + "; leaking: rejected by the leak check of --pde-validate (leaks.py)"
+    )

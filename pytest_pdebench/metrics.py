@@ -52,8 +52,10 @@ def total_variation(u: np.ndarray, mask: np.ndarray) -> float:
     """Sum of |differences| between neighbouring valid grid values, all axes and components."""
     total = 0.0
     for axis in range(mask.ndim):
-        both = np.logical_and(np.take(mask, range(1, mask.shape[axis]), axis=axis),
-                              np.take(mask, range(0, mask.shape[axis] - 1), axis=axis))
+        both = np.logical_and(
+            np.take(mask, range(1, mask.shape[axis]), axis=axis),
+            np.take(mask, range(0, mask.shape[axis] - 1), axis=axis),
+        )
         diff = np.abs(np.diff(u, axis=axis))
         total += float(np.sum(diff[both]))
     return total

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .expressions import parse_expression, t, u as U, x, y, z
+from .expressions import parse_expression, t, x, y, z
+from .expressions import u as U
 
 COORDS = (x, y, z)
 
@@ -43,13 +44,21 @@ EQUATIONS = {
 
 # Natural boundary data: Neumann gives c du/dn, Robin gives c du/dn + alpha u, with c
 # the coefficient in front of the Laplacian (1 when the family has none).
-FLUX_COEFFICIENT = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon",
-                    "reaction_diffusion": "epsilon", "burgers": "nu"}
+FLUX_COEFFICIENT = {
+    "poisson": "kappa",
+    "heat": "kappa",
+    "convection_diffusion": "epsilon",
+    "reaction_diffusion": "epsilon",
+    "burgers": "nu",
+}
 # outward unit normals of the straight sides natural data may be put on
 SIDE_NORMALS = {
-    "x_min": (-1, 0, 0), "x_max": (1, 0, 0),
-    "y_min": (0, -1, 0), "y_max": (0, 1, 0),
-    "z_min": (0, 0, -1), "z_max": (0, 0, 1),
+    "x_min": (-1, 0, 0),
+    "x_max": (1, 0, 0),
+    "y_min": (0, -1, 0),
+    "y_max": (0, 1, 0),
+    "z_min": (0, 0, -1),
+    "z_max": (0, 0, 1),
 }
 
 
@@ -91,8 +100,10 @@ def lame(params: dict) -> tuple[sp.Expr, sp.Expr]:
 
 def elasticity_operator(displacement: list[sp.Expr], mu, lmbda, dim: int) -> list[sp.Expr]:
     """-div(sigma(u)) component-wise."""
-    eps = [[(sp.diff(displacement[i], COORDS[j]) + sp.diff(displacement[j], COORDS[i])) / 2 for j in range(dim)]
-           for i in range(dim)]
+    eps = [
+        [(sp.diff(displacement[i], COORDS[j]) + sp.diff(displacement[j], COORDS[i])) / 2 for j in range(dim)]
+        for i in range(dim)
+    ]
     trace = sum(eps[i][i] for i in range(dim))
     sigma = [[2 * mu * eps[i][j] + (lmbda * trace if i == j else 0) for j in range(dim)] for i in range(dim)]
     return [-sum(sp.diff(sigma[i][j], COORDS[j]) for j in range(dim)) for i in range(dim)]

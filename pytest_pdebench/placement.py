@@ -40,8 +40,9 @@ class Placement:
             return [None]
         return list(self.cluster.machines())
 
-    def plan(self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None = None,
-             quiet: bool = False) -> ItemPlan:
+    def plan(
+        self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None = None, quiet: bool = False
+    ) -> ItemPlan:
         """The item's plan; raises NoCalibration. ``quiet``: no warning (a run sent ahead of
         its item, which warns itself when its turn comes)."""
         fingerprint = case_fingerprint(record, library)
@@ -54,50 +55,68 @@ class Placement:
         else:
             thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, quiet)
             executor = self.cluster.executor(timed_on)
-        return ItemPlan(record, library, case_dir, item_directory(self.settings, library, record.id, machine),
-                        fingerprint, thresholds, executor, machine)
+        return ItemPlan(
+            record,
+            library,
+            case_dir,
+            item_directory(self.settings, library, record.id, machine),
+            fingerprint,
+            thresholds,
+            executor,
+            machine,
+        )
 
     def store_for(self, machine: str) -> CalibrationStore:
         """The calibrations of another kind of machine (a cluster's workers), read once."""
         if machine == self.store.machine:
             return self.store
         if machine not in self._stores:
-            self._stores[machine] = CalibrationStore(self.store.directory, machine=machine,
-                                                     runtime_tag=self.settings.runtime_tag)
+            self._stores[machine] = CalibrationStore(
+                self.store.directory, machine=machine, runtime_tag=self.settings.runtime_tag
+            )
         return self._stores[machine]
 
-    def _thresholds(self, record: CaseRecord, library: str, fingerprint: str, store: CalibrationStore,
-                    quiet: bool) -> ResolvedThresholds:
+    def _thresholds(
+        self, record: CaseRecord, library: str, fingerprint: str, store: CalibrationStore, quiet: bool
+    ) -> ResolvedThresholds:
         thresholds = store.thresholds(record, library, self.settings.alphas, fingerprint)
         if thresholds is None:
             raise NoCalibration(
                 f"no calibration for case {record.id!r} on {library} (machine {store.machine_for(library)}): "
-                f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first")
+                f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first"
+            )
         if not quiet:
             _warn_if_foreign(record, library, thresholds, store)
         return thresholds
 
-    def _cluster_thresholds(self, record: CaseRecord, library: str, fingerprint: str,
-                            quiet: bool) -> tuple[ResolvedThresholds, str]:
+    def _cluster_thresholds(
+        self, record: CaseRecord, library: str, fingerprint: str, quiet: bool
+    ) -> tuple[ResolvedThresholds, str]:
         classes = self.cluster.machines()
-        found = [(self.store_for(machine).thresholds(record, library, self.settings.alphas, fingerprint), machine)
-                 for machine in classes]
+        found = [
+            (self.store_for(machine).thresholds(record, library, self.settings.alphas, fingerprint), machine)
+            for machine in classes
+        ]
         found = sorted((entry for entry in found if entry[0] is not None), key=lambda entry: entry[0].foreign_machine)
         if not found:
             raise NoCalibration(
                 f"no calibration for case {record.id!r} on {library} for the machines of the cluster's workers "
                 f"({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
-                f"`pdebench calibrate --library {library} --cluster {self.cluster.address}` first")
+                f"`pdebench calibrate --library {library} --cluster {self.cluster.address}` first"
+            )
         thresholds, machine = found[0]
         if not quiet:
             _warn_if_foreign(record, library, thresholds, self.store_for(machine))
         return thresholds, machine
 
 
-def _warn_if_foreign(record: CaseRecord, library: str, thresholds: ResolvedThresholds,
-                     store: CalibrationStore) -> None:
+def _warn_if_foreign(record: CaseRecord, library: str, thresholds: ResolvedThresholds, store: CalibrationStore) -> None:
     if thresholds.foreign_machine:
-        warnings.warn(PdeBenchWarning(
-            f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
-            f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures "
-            "one there"))
+        warnings.warn(
+            PdeBenchWarning(
+                f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
+                f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures "
+                "one there"
+            ),
+            stacklevel=2,
+        )

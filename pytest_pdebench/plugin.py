@@ -8,91 +8,189 @@ from pathlib import Path
 import pytest
 
 from . import items
-from .items import PDE_RUN  # for the hook whose argument is named items
 from .cases import CONSTRUCTION_METHODS, FAMILIES, LIBRARIES, MATH_TYPES
 from .domains import DOMAIN_TYPES
+from .items import PDE_RUN  # for the hook whose argument is named items
 
-VERBOSE_WORDS = {"PASS": ("passed", ".", "PASS"), "F-Exec": ("failed", "F", "F-Exec"),
-                 "F-Acc": ("failed", "A", "F-Acc"), "F-Time": ("failed", "T", "F-Time")}
+VERBOSE_WORDS = {
+    "PASS": ("passed", ".", "PASS"),
+    "F-Exec": ("failed", "F", "F-Exec"),
+    "F-Acc": ("failed", "A", "F-Acc"),
+    "F-Time": ("failed", "T", "F-Time"),
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pdebench", "PDEAgent-Bench (pytest-pdebench)")
-    group.addoption("--pde-submissions", metavar="DIR", help="evaluate the hand-written solvers in DIR "
-                    "(DIR/<library>/<case_id|family|solver>.py)")
-    group.addoption("--pde-library", action="append", metavar="NAME", help="library track(s): dolfinx, firedrake, "
-                    "dealii; repeat or comma-separate (default: all)")
+    group.addoption(
+        "--pde-submissions",
+        metavar="DIR",
+        help="evaluate the hand-written solvers in DIR (DIR/<library>/<case_id|family|solver>.py)",
+    )
+    group.addoption(
+        "--pde-library",
+        action="append",
+        metavar="NAME",
+        help="library track(s): dolfinx, firedrake, dealii; repeat or comma-separate (default: all)",
+    )
     group.addoption("--pde-cases", metavar="PATH", help="case file or directory (default: the bundled cases/)")
-    group.addoption("--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, "
-                    "as the paper)")
-    group.addoption("--pde-timeout", type=float, metavar="SECONDS", help="per-run timeout, overrides the cases' "
-                    "timeout_sec")
+    group.addoption(
+        "--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, as the paper)"
+    )
+    group.addoption(
+        "--pde-timeout", type=float, metavar="SECONDS", help="per-run timeout, overrides the cases' timeout_sec"
+    )
     group.addoption("--pde-alpha-acc", type=float, metavar="A", help="accuracy multiplier (default: case, 10)")
     group.addoption("--pde-alpha-time", type=float, metavar="A", help="runtime multiplier (default: case, 3)")
     group.addoption("--pde-tau-min", type=float, metavar="TAU", help="accuracy floor (default: case, 1e-6)")
-    group.addoption("--pde-tau-max", type=float, metavar="TAU",
-                    help="accuracy cap (default: case, 8e-3; not in the paper: use 1 to leave it out)")
+    group.addoption(
+        "--pde-tau-max",
+        type=float,
+        metavar="TAU",
+        help="accuracy cap (default: case, 8e-3; not in the paper: use 1 to leave it out)",
+    )
     group.addoption("--pde-memory-mb", type=int, default=8192, metavar="MB", help="address-space limit per run")
-    group.addoption("--pde-sandbox", choices=("bubblewrap", "docker", "none"), default="bubblewrap",
-                    help="isolation backend: 'docker' runs each solver in a container of the track's image "
-                    "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe)")
-    group.addoption("--pde-runner", choices=("warm", "cold"), default="warm",
-                    help="'warm' (default): with bubblewrap, import the track once per worker and fork each run "
-                    "from it; 'cold': a fresh interpreter per run (as the docker sandbox always does)")
-    group.addoption("--pde-image", action="append", default=[], metavar="TRACK=IMAGE",
-                    help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)")
-    group.addoption("--pde-cluster", metavar="ADDRESS", help="run the submissions on the workers of a Dask cluster "
-                    "(tcp://HOST:PORT or a scheduler file) instead of here; replaces -n")
-    group.addoption("--pde-shard", metavar="K/N", help="run shard K of N of the selected items (a Slurm array or "
-                    "CI matrix; `pdebench merge` joins the N reports)")
+    group.addoption(
+        "--pde-sandbox",
+        choices=("bubblewrap", "docker", "none"),
+        default="bubblewrap",
+        help="isolation backend: 'docker' runs each solver in a container of the track's image "
+        "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe)",
+    )
+    group.addoption(
+        "--pde-runner",
+        choices=("warm", "cold"),
+        default="warm",
+        help="'warm' (default): with bubblewrap, import the track once per worker and fork each run "
+        "from it; 'cold': a fresh interpreter per run (as the docker sandbox always does)",
+    )
+    group.addoption(
+        "--pde-image",
+        action="append",
+        default=[],
+        metavar="TRACK=IMAGE",
+        help="with --pde-sandbox=docker: run TRACK in IMAGE instead of its recipe's image (repeatable)",
+    )
+    group.addoption(
+        "--pde-cluster",
+        metavar="ADDRESS",
+        help="run the submissions on the workers of a Dask cluster "
+        "(tcp://HOST:PORT or a scheduler file) instead of here; replaces -n",
+    )
+    group.addoption(
+        "--pde-shard",
+        metavar="K/N",
+        help="run shard K of N of the selected items (a Slurm array or "
+        "CI matrix; `pdebench merge` joins the N reports)",
+    )
     group.addoption("--pde-output", metavar="DIR", help="audit directory per item (default: reports/runs/<source>)")
-    group.addoption("--pde-report", metavar="DIR", help="write the tables and figures of this run into DIR at the end "
-                    "(as `pdebench report` does from a stored run)")
+    group.addoption(
+        "--pde-report",
+        metavar="DIR",
+        help="write the tables and figures of this run into DIR at the end "
+        "(as `pdebench report` does from a stored run)",
+    )
     group.addoption("--pde-resume", action="store_true", help="reuse verdicts of items whose inputs did not change")
-    group.addoption("--pde-calibrate", action="store_true", help="measure baselines (default source: the oracle) "
-                    "and write calibrations/<library>/<machine>.json")
+    group.addoption(
+        "--pde-calibrate",
+        action="store_true",
+        help="measure baselines (default source: the oracle) and write calibrations/<library>/<machine>.json",
+    )
     group.addoption("--pde-calibrations", metavar="DIR", help="calibration directory (default: calibrations/)")
-    group.addoption("--pde-validate", metavar="PATH", help="gate new cases: one test per record in PATH, static "
-                    "checks then a trial calibration run of the oracle (default source: the bundled oracle)")
+    group.addoption(
+        "--pde-validate",
+        metavar="PATH",
+        help="gate new cases: one test per record in PATH, static "
+        "checks then a trial calibration run of the oracle (default source: the bundled oracle)",
+    )
     group.addoption("--pde-validate-static", action="store_true", help="with --pde-validate: static checks only")
     llm = parser.getgroup("pdebench-llm", "PDEAgent-Bench: solvers generated by an LLM")
-    llm.addoption("--pde-model", metavar="NAME", help="generate each solver with this model (a registry name such "
-                  "as opus-4.7, or a model id at --pde-base-url)")
+    llm.addoption(
+        "--pde-model",
+        metavar="NAME",
+        help="generate each solver with this model (a registry name such as opus-4.7, or a model id at --pde-base-url)",
+    )
     llm.addoption("--pde-base-url", metavar="URL", help="OpenAI-compatible endpoint (overrides the registry's)")
-    llm.addoption("--pde-api-key-env", metavar="VAR", help="environment variable with the API key (default: the "
-                  "registry's, else OPENAI_API_KEY)")
-    llm.addoption("--pde-models", metavar="FILE", help="extra model registry (TOML, like pytest_pdebench/llm/"
-                  "models.toml)")
-    llm.addoption("--pde-attempts", type=int, default=1, metavar="N", help="attempts per item, each after the "
-                  "previous one's feedback (default 1: single shot)")
-    llm.addoption("--pde-prompt", choices=("single", "template"), default="single", help="'template': the prompt "
-                  "carries a runnable scaffold and leaves the numerics to the model")
+    llm.addoption(
+        "--pde-api-key-env",
+        metavar="VAR",
+        help="environment variable with the API key (default: the registry's, else OPENAI_API_KEY)",
+    )
+    llm.addoption(
+        "--pde-models", metavar="FILE", help="extra model registry (TOML, like pytest_pdebench/llm/models.toml)"
+    )
+    llm.addoption(
+        "--pde-attempts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="attempts per item, each after the previous one's feedback (default 1: single shot)",
+    )
+    llm.addoption(
+        "--pde-prompt",
+        choices=("single", "template"),
+        default="single",
+        help="'template': the prompt carries a runnable scaffold and leaves the numerics to the model",
+    )
     llm.addoption("--pde-replay", action="store_true", help="no API calls: answers from the response cache only")
     llm.addoption("--pde-budget", type=float, metavar="USD", help="stop making new calls once this much is spent")
     llm.addoption("--pde-llm-cache", metavar="DIR", help="response cache (default: reports/llm-cache)")
     llm.addoption("--pde-llm-timeout", type=float, default=600.0, metavar="SECONDS", help="per request (default 600)")
-    llm.addoption("--pde-llm-retries", type=int, default=5, metavar="N", help="retries on 429/5xx/timeouts "
-                  "(default 5, exponential backoff)")
-    llm.addoption("--pde-llm-backoff", type=float, default=2.0, metavar="SECONDS", help="first retry delay "
-                  "(doubles each time; a Retry-After header wins)")
+    llm.addoption(
+        "--pde-llm-retries",
+        type=int,
+        default=5,
+        metavar="N",
+        help="retries on 429/5xx/timeouts (default 5, exponential backoff)",
+    )
+    llm.addoption(
+        "--pde-llm-backoff",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="first retry delay (doubles each time; a Retry-After header wins)",
+    )
     llm.addoption("--pde-guides", metavar="DIR", help="library guides appended to prompts (default: guides/)")
     agent = parser.getgroup("pdebench-agent", "PDEAgent-Bench: solvers written by a code agent (with --pde-model)")
-    agent.addoption("--pde-agent", metavar="AGENT", help="'mini-swe-agent' (built in), or a command line run in the "
-                    "item's sandbox, with {workdir}, {prompt_file} and {model} filled in")
-    agent.addoption("--pde-agent-timeout", type=float, default=1800.0, metavar="SECONDS",
-                    help="the agent's wall-clock limit per attempt (default 1800)")
-    agent.addoption("--pde-agent-steps", type=int, default=50, metavar="N",
-                    help="model calls per attempt (mini-swe-agent; default 50)")
-    agent.addoption("--pde-agent-cost", type=float, metavar="USD", help="cost limit per item: the model endpoint "
-                    "refuses further calls beyond it")
-    agent.addoption("--pde-agent-action-timeout", type=float, default=300.0, metavar="SECONDS",
-                    help="one shell command of mini-swe-agent (default 300)")
+    agent.addoption(
+        "--pde-agent",
+        metavar="AGENT",
+        help="'mini-swe-agent' (built in), or a command line run in the "
+        "item's sandbox, with {workdir}, {prompt_file} and {model} filled in",
+    )
+    agent.addoption(
+        "--pde-agent-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="the agent's wall-clock limit per attempt (default 1800)",
+    )
+    agent.addoption(
+        "--pde-agent-steps",
+        type=int,
+        default=50,
+        metavar="N",
+        help="model calls per attempt (mini-swe-agent; default 50)",
+    )
+    agent.addoption(
+        "--pde-agent-cost",
+        type=float,
+        metavar="USD",
+        help="cost limit per item: the model endpoint refuses further calls beyond it",
+    )
+    agent.addoption(
+        "--pde-agent-action-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="one shell command of mini-swe-agent (default 300)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS):
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
-    from .session import PdeRun, PdeBenchWarning, pin_worker, terminate_as_interrupt
+    from .session import PdeBenchWarning, PdeRun, pin_worker, terminate_as_interrupt
 
     run = PdeRun.from_config(config)
     if run is None:
@@ -106,8 +204,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if backend_problem:
         raise pytest.UsageError(backend_problem)
     if run.settings.sandbox == "none":
-        config.issue_config_time_warning(PdeBenchWarning(
-            "--pde-sandbox=none: solvers run UNSANDBOXED with your user's rights, network and files"), stacklevel=2)
+        config.issue_config_time_warning(
+            PdeBenchWarning("--pde-sandbox=none: solvers run UNSANDBOXED with your user's rights, network and files"),
+            stacklevel=2,
+        )
 
 
 def _sandbox_problem(run) -> str | None:
@@ -141,9 +241,11 @@ def pytest_report_header(config: pytest.Config):
     run = config.stash.get(items.PDE_RUN, None)
     if run:
         meta = run.session_metadata()
-        return [f"pdebench: {meta['mode']} of {meta['source']} on {', '.join(meta['libraries'])}; "
-                f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
-                *(f"pdebench WARNING: {line}" for line in run.condition_mismatches())]
+        return [
+            f"pdebench: {meta['mode']} of {meta['source']} on {', '.join(meta['libraries'])}; "
+            f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
+            *(f"pdebench WARNING: {line}" for line in run.condition_mismatches()),
+        ]
 
 
 def pytest_report_teststatus(report, config):
@@ -215,8 +317,9 @@ class _Recorder:
         if config.getoption("pde_report"):
             from .analysis.render import report_of_session
 
-            terminalreporter.write_line(report_of_session(self.run.verdicts, self.run.session_metadata(),
-                                                          Path(config.getoption("pde_report"))))
+            terminalreporter.write_line(
+                report_of_session(self.run.verdicts, self.run.session_metadata(), Path(config.getoption("pde_report")))
+            )
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
 
 
@@ -236,7 +339,9 @@ def pytest_collection_finish(session):
         run.prefetch(session.items)
         session.config.get_terminal_writer().line(
             f"pdebench: runs on {len(run.cluster.workers)} workers at {run.cluster.address} "
-            f"({', '.join(f'{n} {m}' for m, n in run.cluster.machines().items())}), up to {run.cluster.ahead} sent ahead")
+            f"({', '.join(f'{n} {m}' for m, n in run.cluster.machines().items())}), "
+            f"up to {run.cluster.ahead} sent ahead"
+        )
 
 
 def pytest_unconfigure(config):

@@ -26,10 +26,16 @@ CODE_EXCERPT_CHARS = 2000
 STDERR_EXCERPT_CHARS = 1500
 
 FAMILY_TITLES = {
-    "poisson": "Poisson equation", "heat": "heat equation", "helmholtz": "Helmholtz equation",
-    "biharmonic": "biharmonic equation", "convection_diffusion": "convection-diffusion equation",
-    "reaction_diffusion": "reaction-diffusion equation", "burgers": "viscous Burgers equation",
-    "wave": "wave equation", "linear_elasticity": "linear elasticity system", "stokes": "Stokes system",
+    "poisson": "Poisson equation",
+    "heat": "heat equation",
+    "helmholtz": "Helmholtz equation",
+    "biharmonic": "biharmonic equation",
+    "convection_diffusion": "convection-diffusion equation",
+    "reaction_diffusion": "reaction-diffusion equation",
+    "burgers": "viscous Burgers equation",
+    "wave": "wave equation",
+    "linear_elasticity": "linear elasticity system",
+    "stokes": "Stokes system",
     "navier_stokes": "incompressible Navier-Stokes system",
 }
 # what a solver writer has to watch for, per family (our words)
@@ -38,15 +44,15 @@ HAZARDS = {
     "heat": "Parabolic: you choose the space discretization and the time stepping; the answer is the field at t_end.",
     "helmholtz": "Indefinite and oscillatory: resolve the wavelength 2*pi/k, and iterative solvers may stall.",
     "biharmonic": "Fourth order: plain C0 Lagrange elements need a mixed or interior-penalty formulation; "
-                  "bc.laplacian gives the second boundary condition.",
+    "bc.laplacian gives the second boundary condition.",
     "convection_diffusion": "When |beta| h / epsilon is large, plain Galerkin oscillates: layers need "
-                            "stabilization or resolution.",
+    "stabilization or resolution.",
     "reaction_diffusion": "R(u) may be nonlinear or stiff: linearize (Newton or similar) and step stably.",
     "burgers": "Nonlinear transport with small viscosity: steep fronts, needs a nonlinear solve each step.",
     "wave": "Second order in time, hyperbolic: the time scheme must not damp or disperse the wave much.",
     "linear_elasticity": "A vector elliptic system; near nu = 0.5 low-order displacement elements lock.",
     "stokes": "A saddle-point system: use an inf-sup stable velocity-pressure pair; with velocity data on the "
-              "whole boundary the pressure is fixed only up to a constant.",
+    "whole boundary the pressure is fixed only up to a constant.",
     "navier_stokes": "Nonlinear saddle-point system: a stable pair plus a nonlinear iteration (Newton or Picard).",
 }
 
@@ -72,14 +78,19 @@ def task_summary(view: dict) -> str:
     spec, library = view["case_spec"], view["target_library"]
     pde = spec["pde"]
     regime = "time-dependent" if pde.get("time") else "steady"
-    coefficients = [name for name, value in pde.get("params", {}).items() if isinstance(value, str)
-                    and any(symbol in value for symbol in ("x", "y", "z"))]
+    coefficients = [
+        name
+        for name, value in pde.get("params", {}).items()
+        if isinstance(value, str) and any(symbol in value for symbol in ("x", "y", "z"))
+    ]
     variable = f" with spatially varying {', '.join(coefficients)}" if coefficients else ""
     dim = "3-D" if spec["eval_grid"].get("nz") else "2-D"
     kinds = " and ".join(_bc_kinds(spec))
-    return (f"Solve a {regime} {FAMILY_TITLES[pde['type']]}{variable} on a {dim} {spec['domain']['type']} domain "
-            f"with {kinds} boundary conditions, using {LIBRARY_TITLES[library]}. Write the numerical solution on the "
-            f"evaluation grid described below.")
+    return (
+        f"Solve a {regime} {FAMILY_TITLES[pde['type']]}{variable} on a {dim} {spec['domain']['type']} domain "
+        f"with {kinds} boundary conditions, using {LIBRARY_TITLES[library]}. Write the numerical solution on the "
+        f"evaluation grid described below."
+    )
 
 
 def _python_contract(view: dict, arrays: list[str]) -> str:
@@ -97,9 +108,9 @@ The harness imports your module and calls `solve` with the case_spec above (as a
 in a working directory that also holds `case_spec.json`. `solve` writes, in that
 directory:
 
-- `solution.npz` with the arrays {', '.join(f'`{a}`' for a in arrays)}, each of shape {shape},
+- `solution.npz` with the arrays {", ".join(f"`{a}`" for a in arrays)}, each of shape {shape},
   plus the axes {axes} as 1-D arrays, `x = numpy.linspace(bbox[0], bbox[1], nx)` and so on.
-  Entry `[j, i]` is the value at `(x[i], y[j])`{' (`[k, j, i]` at `(x[i], y[j], z[k])`)' if dim == 3 else ''}.
+  Entry `[j, i]` is the value at `(x[i], y[j])`{" (`[k, j, i]` at `(x[i], y[j], z[k])`)" if dim == 3 else ""}.
   Time-dependent problems: the field at `t_end`.
 - `meta.json` with `wall_time_sec` (number), `status` (string) and, if you like,
   `solver_info` (an object: mesh resolution, element degree, solver, iterations...)."""
@@ -108,10 +119,15 @@ directory:
 def _cpp_contract(view: dict, arrays: list[str]) -> str:
     dim = 3 if view["case_spec"]["eval_grid"].get("nz") else 2
     shape = "(nz, ny, nx)" if dim == 3 else "(ny, nx)"
-    index = "`[k, j, i]` is the value at `(x[i], y[j], z[k])`" if dim == 3 else "`[j, i]` is the value at `(x[i], y[j])`"
+    index = (
+        "`[k, j, i]` is the value at `(x[i], y[j], z[k])`" if dim == 3 else "`[j, i]` is the value at `(x[i], y[j])`"
+    )
     single = len(arrays) == 1
-    files = (f"`solution_grid.bin` (the array `{arrays[0]}`)" if single
-             else "one `<name>.bin` per array, " + ", ".join(f"`{a}.bin`" for a in arrays))
+    files = (
+        f"`solution_grid.bin` (the array `{arrays[0]}`)"
+        if single
+        else "one `<name>.bin` per array, " + ", ".join(f"`{a}.bin`" for a in arrays)
+    )
     return f"""Write one C++17 program: a single source file with `int main(int argc, char **argv)`.
 The harness compiles it once against deal.II 9.4.1 (Release flags; compile time is not
 part of the timed run) and runs it as
@@ -158,10 +174,12 @@ def agent_answer(library: str) -> str:
     """The last section of an agent's task, in place of MODEL_ANSWER."""
     solver = "solver.cpp" if library == "dealii" else "solver.py"
     helpers = "`_*.h`" if library == "dealii" else "`_*.py`"
-    trial = ("compile it with the deal.II headers and libraries installed here and run it as described above"
-             if library == "dealii" else
-             "run it with `python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))"
-             "['case_spec'])\"`, say")
+    trial = (
+        "compile it with the deal.II headers and libraries installed here and run it as described above"
+        if library == "dealii"
+        else "run it with `python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))"
+        "['case_spec'])\"`, say"
+    )
     return f"""# Working as an agent
 
 You work in a folder holding this task (`TASK.md`) and the case data the evaluator will
@@ -178,14 +196,21 @@ def agent_feedback_task(attempt: int, feedback: dict, library: str) -> str:
     """An agent's next task after a failed attempt: what happened, on the same folder."""
     solver = "solver.cpp" if library == "dealii" else "solver.py"
     rule = "=" * 70
-    lines = [rule, f"ATTEMPT {attempt}: THE EVALUATOR'S VERDICT ON `{solver}`", rule, "",
-             *_what_happened(feedback), "",
-             f"Fix `{solver}` in this folder (the task is unchanged, in `TASK.md`), then leave it there as before."]
+    lines = [
+        rule,
+        f"ATTEMPT {attempt}: THE EVALUATOR'S VERDICT ON `{solver}`",
+        rule,
+        "",
+        *_what_happened(feedback),
+        "",
+        f"Fix `{solver}` in this folder (the task is unchanged, in `TASK.md`), then leave it there as before.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, scaffold: str | None = None,
-                       answer: str = MODEL_ANSWER) -> str:
+def single_shot_prompt(
+    view: dict, timeout_sec: float, guides_dir: Path | None, scaffold: str | None = None, answer: str = MODEL_ANSWER
+) -> str:
     spec, library = view["case_spec"], view["target_library"]
     family = spec["pde"]["type"]
     arrays = _arrays(spec)
@@ -199,10 +224,12 @@ def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, 
         "# What to write\n\n" + contract,
     ]
     if scaffold is not None:
-        parts.append("# Starting point\n\nComplete this program: keep its structure, input handling and output "
-                     "writing, and fill in the numerics (mesh, spaces, weak form, boundary and initial conditions, "
-                     "time stepping, solver settings) where marked TODO.\n\n"
-                     f"```{'cpp' if library == 'dealii' else 'python'}\n{scaffold.rstrip()}\n```")
+        parts.append(
+            "# Starting point\n\nComplete this program: keep its structure, input handling and output "
+            "writing, and fill in the numerics (mesh, spaces, weak form, boundary and initial conditions, "
+            "time stepping, solver settings) where marked TODO.\n\n"
+            f"```{'cpp' if library == 'dealii' else 'python'}\n{scaffold.rstrip()}\n```"
+        )
     parts += [
         "# Rules\n\n" + _rules(view, timeout_sec),
         _guide(library, guides_dir),
@@ -211,8 +238,9 @@ def single_shot_prompt(view: dict, timeout_sec: float, guides_dir: Path | None, 
     return "\n\n".join(parts) + "\n"
 
 
-def item_prompts(records: Iterable[CaseRecord], guides_dir: Path | None,
-                 libraries: list[str] | None = None) -> Iterator[tuple[str, str]]:
+def item_prompts(
+    records: Iterable[CaseRecord], guides_dir: Path | None, libraries: list[str] | None = None
+) -> Iterator[tuple[str, str]]:
     """(library, single-shot prompt) of every item of ``records`` (each record with each
     library it supports; only ``libraries`` when given), each prompt built from the item's
     agent view alone, as a model gets it (`pdebench prompt-cost` counts their tokens)."""
@@ -220,8 +248,10 @@ def item_prompts(records: Iterable[CaseRecord], guides_dir: Path | None,
         for library in record.supported_libraries:
             if libraries and library not in libraries:
                 continue
-            yield library, single_shot_prompt(agent_view(record, library), record.evaluation_config.timeout_sec,
-                                              guides_dir)
+            yield (
+                library,
+                single_shot_prompt(agent_view(record, library), record.evaluation_config.timeout_sec, guides_dir),
+            )
 
 
 def _arrays(spec: dict) -> list[str]:
@@ -233,12 +263,12 @@ def _arrays(spec: dict) -> list[str]:
 
 GENERIC_HINTS = {
     "F-Exec": "Check: syntax and imports, the entry point's name and signature, the library's API for the "
-              "installed version, the output file names, array names and shapes, NaN or inf inside the domain.",
+    "installed version, the output file names, array names and shapes, NaN or inf inside the domain.",
     "F-Acc": "Check: the weak form and its signs, every boundary condition and its type, coefficients, the time "
-             "stepping up to t_end, nonlinear convergence, mesh resolution, and how the solution is evaluated on "
-             "the grid.",
+    "stepping up to t_end, nonlinear convergence, mesh resolution, and how the solution is evaluated on "
+    "the grid.",
     "F-Time": "Check: repeated assembly or form compilation inside loops, the linear solver and preconditioner, "
-              "needlessly fine meshes or tolerances, needless output.",
+    "needlessly fine meshes or tolerances, needless output.",
 }
 
 
@@ -247,14 +277,24 @@ def feedback_prompt(attempt: int, previous_code: str | None, feedback: dict, bas
     what failed first, then the whole original prompt. ``feedback`` holds only facts of the
     previous attempt: outcome, reason, stderr tail, its error or wall time."""
     rule = "=" * 70
-    lines = [rule, f"ATTEMPT {attempt}: FEEDBACK ON THE PREVIOUS ATTEMPT", rule,
-             "Your previous program did not pass. Fix it using what follows, then answer with the whole corrected "
-             "program.", ""]
+    lines = [
+        rule,
+        f"ATTEMPT {attempt}: FEEDBACK ON THE PREVIOUS ATTEMPT",
+        rule,
+        "Your previous program did not pass. Fix it using what follows, then answer with the whole corrected program.",
+        "",
+    ]
     if previous_code:
         excerpt = previous_code[:CODE_EXCERPT_CHARS]
         cut = len(previous_code) - len(excerpt)
-        lines += ["## Your previous program" + (f" (first {CODE_EXCERPT_CHARS} characters; {cut} more cut)" if cut
-                                                 else ""), "", "```", excerpt.rstrip(), "```", ""]
+        lines += [
+            "## Your previous program" + (f" (first {CODE_EXCERPT_CHARS} characters; {cut} more cut)" if cut else ""),
+            "",
+            "```",
+            excerpt.rstrip(),
+            "```",
+            "",
+        ]
     else:
         lines += ["## Your previous answer", "", "It contained no fenced code block.", ""]
     lines += _what_happened(feedback)
@@ -271,8 +311,10 @@ def _what_happened(feedback: dict) -> list[str]:
         if feedback.get("stderr_tail"):
             lines += ["", "Last lines of its standard error:", "", "```", feedback["stderr_tail"].rstrip(), "```"]
     elif outcome == "F-Acc":
-        lines.append(f"It ran and wrote valid output, but missed the accuracy threshold: relative L2 error "
-                     f"{feedback['error']:.3e} on the grid.")
+        lines.append(
+            f"It ran and wrote valid output, but missed the accuracy threshold: relative L2 error "
+            f"{feedback['error']:.3e} on the grid."
+        )
     elif outcome == "F-Time":
         lines.append(f"It ran and was accurate enough, but too slow: {feedback['wall_time']:.2f} s.")
     return lines + ["", GENERIC_HINTS[outcome]]

@@ -40,8 +40,9 @@ def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) 
         return expressions.evaluate(exact[base][COMPONENT_SUFFIXES[suffix]], points, when)
     if (name.endswith("_magnitude") or name.endswith("_mag")) and isinstance(exact.get("u"), list):
         return np.linalg.norm(expressions.evaluate_vector(exact["u"], points, when), axis=1)
-    raise ReferenceError(f"case {record.id}: the manufactured solution gives no output array {name!r} "
-                         f"(it has {sorted(exact)})")
+    raise ReferenceError(
+        f"case {record.id}: the manufactured solution gives no output array {name!r} (it has {sorted(exact)})"
+    )
 
 
 def reference_fields(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray:

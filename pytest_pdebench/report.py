@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from .cases import OUTCOMES
 
@@ -44,8 +44,10 @@ def llm_usage(verdicts: list[dict]) -> str | None:
     tokens_in, tokens_out = sum(u["input_tokens"] for u in used), sum(u["output_tokens"] for u in used)
     cost = sum(u["cost_usd"] for u in used)
     attempts = sum(len(u["attempts"]) for u in used)
-    return (f"model {used[0]['model']}: {calls} API calls, {hits} from the cache, {attempts} attempts over "
-            f"{len(used)} items; {tokens_in:,} input + {tokens_out:,} output tokens; new calls cost ${cost:.2f}")
+    return (
+        f"model {used[0]['model']}: {calls} API calls, {hits} from the cache, {attempts} attempts over "
+        f"{len(used)} items; {tokens_in:,} input + {tokens_out:,} output tokens; new calls cost ${cost:.2f}"
+    )
 
 
 def stage_rates(verdicts: list[dict]) -> dict:
@@ -55,8 +57,13 @@ def stage_rates(verdicts: list[dict]) -> dict:
     accurate = [v for v in executed if v["outcome"] != "F-Acc"]
     passed = [v for v in accurate if v["outcome"] == "PASS"]
     rate = lambda part, whole: (len(part) / len(whole)) if whole else None  # noqa: E731
-    return {"items": n, "exec_rate": rate(executed, verdicts), "acc_rate": rate(accurate, executed),
-            "time_rate": rate(passed, accurate), "pass_rate": rate(passed, verdicts)}
+    return {
+        "items": n,
+        "exec_rate": rate(executed, verdicts),
+        "acc_rate": rate(accurate, executed),
+        "time_rate": rate(passed, accurate),
+        "pass_rate": rate(passed, verdicts),
+    }
 
 
 def _percentiles(values: list[float]) -> list[str]:
@@ -69,16 +76,26 @@ def _percentiles(values: list[float]) -> list[str]:
 
 # The paper's DOLFINx calibration (Table 6: median, 95th pct, max e_base per family;
 # Table 7: the distribution over all 645 cases), printed beside ours
-PAPER_TABLE6 = {"poisson": (8.0e-5, 3.5e-4, 1.2e-3), "helmholtz": (2.5e-4, 9.0e-4, 1.8e-2),
-                "biharmonic": (3.0e-4, 1.2e-3, 2.5e-2), "linear_elasticity": (2.0e-4, 8.0e-4, 8.0e-3),
-                "heat": (1.5e-4, 5.0e-4, 2.0e-3), "convection_diffusion": (3.0e-4, 4.5e-4, 3.5e-2),
-                "reaction_diffusion": (2.8e-4, 7.2e-4, 2.2e-2), "stokes": (3.5e-4, 2.0e-3, 4.0e-2),
-                "navier_stokes": (5.0e-4, 5.0e-3, 4.9e-2), "burgers": (3.0e-4, 1.8e-3, 2.8e-2),
-                "wave": (2.0e-4, 8.0e-4, 1.0e-2), "all": (2.3e-4, 4.8e-4, 4.9e-2)}
-PAPER_TABLE7 = {"all cases": (6.7e-15, 3.1e-8, 2.3e-4, 4.8e-4, 4.9e-2),
-                "manufactured": (6.7e-15, 2.9e-8, 1.7e-4, 5.4e-4, 4.7e-3),
-                "no-exact, ref-based": (5.9e-11, 5.8e-6, 2.7e-4, 3.4e-4, 4.9e-2),
-                "tau_acc (all, after floor)": (1e-6, 1e-6, 2.3e-3, 4.8e-3, 4.9e-1)}
+PAPER_TABLE6 = {
+    "poisson": (8.0e-5, 3.5e-4, 1.2e-3),
+    "helmholtz": (2.5e-4, 9.0e-4, 1.8e-2),
+    "biharmonic": (3.0e-4, 1.2e-3, 2.5e-2),
+    "linear_elasticity": (2.0e-4, 8.0e-4, 8.0e-3),
+    "heat": (1.5e-4, 5.0e-4, 2.0e-3),
+    "convection_diffusion": (3.0e-4, 4.5e-4, 3.5e-2),
+    "reaction_diffusion": (2.8e-4, 7.2e-4, 2.2e-2),
+    "stokes": (3.5e-4, 2.0e-3, 4.0e-2),
+    "navier_stokes": (5.0e-4, 5.0e-3, 4.9e-2),
+    "burgers": (3.0e-4, 1.8e-3, 2.8e-2),
+    "wave": (2.0e-4, 8.0e-4, 1.0e-2),
+    "all": (2.3e-4, 4.8e-4, 4.9e-2),
+}
+PAPER_TABLE7 = {
+    "all cases": (6.7e-15, 3.1e-8, 2.3e-4, 4.8e-4, 4.9e-2),
+    "manufactured": (6.7e-15, 2.9e-8, 1.7e-4, 5.4e-4, 4.7e-3),
+    "no-exact, ref-based": (5.9e-11, 5.8e-6, 2.7e-4, 3.4e-4, 4.9e-2),
+    "tau_acc (all, after floor)": (1e-6, 1e-6, 2.3e-3, 4.8e-3, 4.9e-1),
+}
 PAPER_FLOOR_SHARE = 0.24  # tau_acc at the 1e-6 floor on 155 of 645 cases
 # issue 11's targets for the DOLFINx track
 TARGET_FAMILY_FACTOR = 3.0
@@ -87,13 +104,14 @@ TARGET_FLOOR_SHARE = (0.10, 0.35)
 REFERENCE_E_BASE_LIMIT = 0.05
 
 
-def calibration_tables(rows: list[dict], fmt: str = "simple", tau_min: float = 1e-6,
-                       tau_max: float = 8e-3) -> tuple[str, str, str]:
+def calibration_tables(
+    rows: list[dict], fmt: str = "simple", tau_min: float = 1e-6, tau_max: float = 8e-3
+) -> tuple[str, str, str]:
     """Paper-style summaries of a calibration, each beside the paper's figures: per family
     (Table 6), the e_base / tau_acc distribution (Table 7), and issue 11's targets.
     ``rows``: family, method, e_base, t_base, tau_acc."""
-    from tabulate import tabulate
     import numpy as np
+    from tabulate import tabulate
 
     families = sorted({r["family"] for r in rows})
     per_family = []
@@ -102,29 +120,58 @@ def calibration_tables(rows: list[dict], fmt: str = "simple", tau_min: float = 1
         errors = [r["e_base"] for r in part]
         paper = PAPER_TABLE6.get(family)
         median = float(np.median(errors))
-        per_family.append([family, len(part), sum(r["method"] == "manufactured_solution" for r in part),
-                           sum(r["method"] == "reference_numerical" for r in part),
-                           f"{median:.1e}", f"{paper[0]:.1e}" if paper else "-",
-                           f"{median / paper[0]:.2f}" if paper else "-",
-                           f"{np.percentile(errors, 95):.1e}", f"{max(errors):.1e}",
-                           f"{np.median([r['t_base'] for r in part]):.2f}"])
-    family_table = tabulate(per_family, headers=["family", "cases", "MMS", "no-exact", "median e_base",
-                                                 "paper", "ours/paper", "95th e_base", "max e_base",
-                                                 "median t_base [s]"],
-                            tablefmt=fmt, disable_numparse=True)
-    groups = [("all cases", [r["e_base"] for r in rows]),
-              ("manufactured", [r["e_base"] for r in rows if r["method"] == "manufactured_solution"]),
-              ("no-exact, ref-based", [r["e_base"] for r in rows if r["method"] == "reference_numerical"]),
-              ("tau_acc (all, after floor)", [r["tau_acc"] for r in rows]),
-              ("t_base [s]", [r["t_base"] for r in rows])]
+        per_family.append(
+            [
+                family,
+                len(part),
+                sum(r["method"] == "manufactured_solution" for r in part),
+                sum(r["method"] == "reference_numerical" for r in part),
+                f"{median:.1e}",
+                f"{paper[0]:.1e}" if paper else "-",
+                f"{median / paper[0]:.2f}" if paper else "-",
+                f"{np.percentile(errors, 95):.1e}",
+                f"{max(errors):.1e}",
+                f"{np.median([r['t_base'] for r in part]):.2f}",
+            ]
+        )
+    family_table = tabulate(
+        per_family,
+        headers=[
+            "family",
+            "cases",
+            "MMS",
+            "no-exact",
+            "median e_base",
+            "paper",
+            "ours/paper",
+            "95th e_base",
+            "max e_base",
+            "median t_base [s]",
+        ],
+        tablefmt=fmt,
+        disable_numparse=True,
+    )
+    groups = [
+        ("all cases", [r["e_base"] for r in rows]),
+        ("manufactured", [r["e_base"] for r in rows if r["method"] == "manufactured_solution"]),
+        ("no-exact, ref-based", [r["e_base"] for r in rows if r["method"] == "reference_numerical"]),
+        ("tau_acc (all, after floor)", [r["tau_acc"] for r in rows]),
+        ("t_base [s]", [r["t_base"] for r in rows]),
+    ]
     lines = []
     for name, values in groups:
         lines.append([name, len(values), *_percentiles(values)])
         if name in PAPER_TABLE7:
-            lines.append(["(paper)", "645" if name != "manufactured" and "ref" not in name else "",
-                          *(f"{v:.1e}" for v in PAPER_TABLE7[name])])
-    distribution = tabulate(lines, headers=["", "n", "min", "5th pct", "median", "95th pct", "max"], tablefmt=fmt,
-                            disable_numparse=True)
+            lines.append(
+                [
+                    "(paper)",
+                    "645" if name != "manufactured" and "ref" not in name else "",
+                    *(f"{v:.1e}" for v in PAPER_TABLE7[name]),
+                ]
+            )
+    distribution = tabulate(
+        lines, headers=["", "n", "min", "5th pct", "median", "95th pct", "max"], tablefmt=fmt, disable_numparse=True
+    )
     return family_table, distribution, _targets(rows, tau_min, tau_max)
 
 
@@ -140,18 +187,25 @@ def _targets(rows: list[dict], tau_min: float, tau_max: float) -> str:
         out.append(f"{'ok ' if ok else 'OFF'} {family}: median e_base {median:.1e} = {ratio:.2f} x Table 6")
     tau = float(np.median([r["tau_acc"] for r in rows]))
     low, high = TARGET_TAU_MEDIAN
-    out.append(f"{'ok ' if low <= tau <= high else 'OFF'} median tau_acc {tau:.1e} (target {low:g}..{high:g}, "
-               f"paper 2.3e-3)")
+    out.append(
+        f"{'ok ' if low <= tau <= high else 'OFF'} median tau_acc {tau:.1e} (target {low:g}..{high:g}, paper 2.3e-3)"
+    )
     floor = sum(r["tau_acc"] <= tau_min * (1 + 1e-9) for r in rows) / len(rows)
     low, high = TARGET_FLOOR_SHARE
-    out.append(f"{'ok ' if low <= floor <= high else 'OFF'} floor active on {100 * floor:.0f}% of cases "
-               f"(target {100 * low:.0f}-{100 * high:.0f}%, paper {100 * PAPER_FLOOR_SHARE:.0f}%)")
+    out.append(
+        f"{'ok ' if low <= floor <= high else 'OFF'} floor active on {100 * floor:.0f}% of cases "
+        f"(target {100 * low:.0f}-{100 * high:.0f}%, paper {100 * PAPER_FLOOR_SHARE:.0f}%)"
+    )
     capped = [r for r in rows if r["tau_acc"] >= tau_max * (1 - 1e-9)]
-    out.append(f"    cap (ours, not the paper's) tau_acc = {tau_max:g} on {len(capped)} cases "
-               f"({sum(r['method'] == 'reference_numerical' for r in capped)} reference-based)")
+    out.append(
+        f"    cap (ours, not the paper's) tau_acc = {tau_max:g} on {len(capped)} cases "
+        f"({sum(r['method'] == 'reference_numerical' for r in capped)} reference-based)"
+    )
     worst = max((r["e_base"] for r in rows if r["method"] == "reference_numerical"), default=0.0)
-    out.append(f"{'ok ' if worst < REFERENCE_E_BASE_LIMIT else 'OFF'} largest reference-based e_base {worst:.1e} "
-               f"(limit {REFERENCE_E_BASE_LIMIT})")
+    out.append(
+        f"{'ok ' if worst < REFERENCE_E_BASE_LIMIT else 'OFF'} largest reference-based e_base {worst:.1e} "
+        f"(limit {REFERENCE_E_BASE_LIMIT})"
+    )
     out.append(_reference_agreement(rows))
     out.append(_anchor(rows))
     return "\n".join(out)
@@ -165,13 +219,16 @@ def _anchor(rows: list[dict]) -> str:
     measured = [r for r in rows if r.get("e_strong") is not None]
     if not measured:
         return "--  the strong oracle (the anchor that must pass) not measured on any record"
-    tight = sorted((r["e_strong"] / r["tau_acc"], r["id"]) for r in measured
-                   if r["e_strong"] > ANCHOR_ACC_SHARE * r["tau_acc"])
+    tight = sorted(
+        (r["e_strong"] / r["tau_acc"], r["id"]) for r in measured if r["e_strong"] > ANCHOR_ACC_SHARE * r["tau_acc"]
+    )
     failed = [r for r in measured if r.get("outcome_strong") not in (None, "PASS")]
     ok = not tight and not failed and len(measured) == len(rows)
-    line = (f"{'ok ' if ok else 'OFF'} anchor: the strong oracle PASSes {len(measured) - len(failed)} of "
-            f"{len(measured)} measured records ({len(rows) - len(measured)} not measured), its error within "
-            f"{ANCHOR_ACC_SHARE:g} x tau_acc on {len(measured) - len(tight)}")
+    line = (
+        f"{'ok ' if ok else 'OFF'} anchor: the strong oracle PASSes {len(measured) - len(failed)} of "
+        f"{len(measured)} measured records ({len(rows) - len(measured)} not measured), its error within "
+        f"{ANCHOR_ACC_SHARE:g} x tau_acc on {len(measured) - len(tight)}"
+    )
     return line + "".join(f"\n      {case}: error {ratio:.2f} x tau_acc" for ratio, case in tight[::-1][:10])
 
 
@@ -189,14 +246,22 @@ def _reference_agreement(rows: list[dict]) -> str:
 
     measured = [r for r in based if error(r) is not None]
     if not measured:
-        return (f"--  strong oracle against the references not measured ({len(based)} reference-based cases; "
-                f"pdebench reference-agreement)")
-    far = sorted((error(r) / r["tau_acc"], r.get("id") or r.get("family", "?")) for r in measured
-                 if error(r) > REFERENCE_AGREEMENT * r["tau_acc"])
+        return (
+            f"--  strong oracle against the references not measured ({len(based)} reference-based cases; "
+            f"pdebench reference-agreement)"
+        )
+    far = sorted(
+        (error(r) / r["tau_acc"], r.get("id") or r.get("family", "?"))
+        for r in measured
+        if error(r) > REFERENCE_AGREEMENT * r["tau_acc"]
+    )
     worst = max(error(r) / r["tau_acc"] for r in measured)
     from_build = sum(r.get("e_strong_build") is not None for r in measured)
-    line = (f"{'ok ' if not far and len(measured) == len(based) else 'OFF'} references: the oracle a level below (or, where another track built them, this track's strong oracle) within "
-            f"{REFERENCE_AGREEMENT:g} x tau_acc of the reference on {len(measured) - len(far)} of {len(based)} "
-            f"reference-based cases ({len(based) - len(measured)} not measured; {from_build} from the reference "
-            f"build; largest ratio {worst:.2f})")
+    line = (
+        f"{'ok ' if not far and len(measured) == len(based) else 'OFF'} references: the oracle a level below "
+        "(or, where another track built them, this track's strong oracle) within "
+        f"{REFERENCE_AGREEMENT:g} x tau_acc of the reference on {len(measured) - len(far)} of {len(based)} "
+        f"reference-based cases ({len(based) - len(measured)} not measured; {from_build} from the reference "
+        f"build; largest ratio {worst:.2f})"
+    )
     return line + "".join(f"\n      {case}: {ratio:.2f} x tau_acc" for ratio, case in far[::-1][:10])

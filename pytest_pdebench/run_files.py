@@ -22,8 +22,14 @@ import os
 import stat
 from pathlib import Path
 
-KIND_NAMES = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
-              stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+KIND_NAMES = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
 
 
 class UnsafeOutput(Exception):
@@ -47,8 +53,9 @@ def read_run_file(folder: Path, name: str, max_bytes: int) -> bytes | None:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise UnsafeOutput(f"{name} is a symbolic link: outputs must be regular files "
-                                   "written in the run's own folder") from None
+                raise UnsafeOutput(
+                    f"{name} is a symbolic link: outputs must be regular files written in the run's own folder"
+                ) from None
             raise UnsafeOutput(f"{name} cannot be opened ({exc.strerror})") from None
     finally:
         os.close(directory)

@@ -104,6 +104,7 @@ def freeze_tree(root: Path) -> None:
 
 def remove_tree(folder: Path) -> None:
     """Remove what a run left, folders it made unwritable or unreadable included."""
+
     def writable_again(function, path, _):
         try:
             os.chmod(os.path.dirname(path), 0o700)
@@ -112,4 +113,5 @@ def remove_tree(folder: Path) -> None:
             function(path)
         except OSError:
             pass
+
     shutil.rmtree(folder, onerror=writable_again)

@@ -30,10 +30,12 @@ class RunAhead:
         """Queue the collected case items and send the first runs."""
         if not getattr(self.source, "prefetchable", False):
             return
-        self._queued = [(item.record, item.library, item.machine, item.path.parent) for item in items
-                        if hasattr(item, "record")]
-        self._position = {(record.id, library, machine): k
-                          for k, (record, library, machine, _) in enumerate(self._queued)}
+        self._queued = [
+            (item.record, item.library, item.machine, item.path.parent) for item in items if hasattr(item, "record")
+        ]
+        self._position = {
+            (record.id, library, machine): k for k, (record, library, machine, _) in enumerate(self._queued)
+        }
         self.top_up()
 
     def turn_of(self, plan: ItemPlan) -> None:

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .attempts import run_attempts
 from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
-from .attempts import run_attempts
+from .containers import image_digest
 from .evaluation import Settings, Verdict, evaluate
 from .libraries import RuntimeMissing
 from .placement import PdeBenchWarning, Placement  # noqa: F401  (PdeBenchWarning: imported from here too)
-from .containers import image_digest
 from .scheduling import RunAhead
 from .shards import Shard, ShardError, assign, expected_cost, selection_digest
 from .sources import Source
@@ -61,8 +61,10 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
         track, sep, image = value.partition("=")
         track = track.strip().lower()
         if not sep or not image.strip() or track not in LIBRARIES:
-            raise pytest.UsageError(f"--pde-image {value!r}: expected TRACK=IMAGE with TRACK one of "
-                                    f"{', '.join(LIBRARIES)} (e.g. dolfinx=dolfinx/dolfinx:v0.11.0)")
+            raise pytest.UsageError(
+                f"--pde-image {value!r}: expected TRACK=IMAGE with TRACK one of "
+                f"{', '.join(LIBRARIES)} (e.g. dolfinx=dolfinx/dolfinx:v0.11.0)"
+            )
         chosen[track] = image.strip()
     return tuple(sorted(chosen.items()))
 
@@ -79,8 +81,10 @@ def _cluster(config: pytest.Config, libraries: tuple[str, ...], settings: Settin
     from .cluster.controller import Cluster, ClusterError
 
     if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError("--pde-cluster spreads the items over the cluster's workers: leave out -n "
-                                "(xdist workers would each be a controller of their own)")
+        raise pytest.UsageError(
+            "--pde-cluster spreads the items over the cluster's workers: leave out -n "
+            "(xdist workers would each be a controller of their own)"
+        )
     terminate_as_interrupt()  # before the cluster, which notes SIGTERM as it does SIGINT
     try:
         cluster = Cluster(config.option.pde_cluster, list(libraries), settings.sandbox, dict(settings.images))
@@ -140,8 +144,8 @@ class PdeRun:
     validate: bool = False
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
-    cluster: "Cluster | None" = None  # --pde-cluster: the runs happen on its workers
-    shard: "Shard | None" = None  # --pde-shard: this run's part of the selection
+    cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
+    shard: Shard | None = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
     _speed_probe: float | None = None
 
@@ -150,7 +154,7 @@ class PdeRun:
         self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> "PdeRun | None":
+    def from_config(cls, config: pytest.Config) -> PdeRun | None:
         """None unless a source option asks for benchmark items."""
         opt = config.option
         validate = opt.pde_validate is not None
@@ -158,8 +162,10 @@ class PdeRun:
         if opt.pde_agent and not opt.pde_model:
             raise pytest.UsageError("--pde-agent needs --pde-model: the model the agent works with")
         if opt.pde_model and (submissions or opt.pde_calibrate or validate):
-            raise pytest.UsageError("--pde-model generates the solvers: it does not go with --pde-submissions, "
-                                    "--pde-calibrate or --pde-validate")
+            raise pytest.UsageError(
+                "--pde-model generates the solvers: it does not go with --pde-submissions, "
+                "--pde-calibrate or --pde-validate"
+            )
         if submissions is None and (opt.pde_calibrate or validate):
             submissions = str(_bundled(config.rootpath, DEFAULT_ORACLE))
         if submissions is None and not opt.pde_model:
@@ -171,10 +177,16 @@ class PdeRun:
         if opt.pde_runs < 1:
             raise pytest.UsageError("--pde-runs must be at least 1")
         settings = Settings(
-            output_dir=Path("."), runs=opt.pde_runs, timeout_sec=opt.pde_timeout, memory_mb=opt.pde_memory_mb,
-            sandbox=opt.pde_sandbox, calibrate=opt.pde_calibrate or validate, resume=opt.pde_resume,
+            output_dir=Path("."),
+            runs=opt.pde_runs,
+            timeout_sec=opt.pde_timeout,
+            memory_mb=opt.pde_memory_mb,
+            sandbox=opt.pde_sandbox,
+            calibrate=opt.pde_calibrate or validate,
+            resume=opt.pde_resume,
             alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
-            images=_image_overrides(opt.pde_image), runner=opt.pde_runner,
+            images=_image_overrides(opt.pde_image),
+            runner=opt.pde_runner,
         )  # the output folder below, once the source has named the run
         if opt.pde_model:
             source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
@@ -193,9 +205,18 @@ class PdeRun:
         cluster = _cluster(config, libraries, settings) if opt.pde_cluster and not validate else None
         if cluster is not None:
             settings = dataclasses.replace(settings, remote_runtimes=cluster.runtimes(libraries))
-        return cls(config, cases_path.resolve(), libraries, source, settings,
-                   CalibrationStore(calibrations, runtime_tag=settings.runtime_tag), validate=validate,
-                   static_only=opt.pde_validate_static, cluster=cluster, shard=_shard(opt.pde_shard))
+        return cls(
+            config,
+            cases_path.resolve(),
+            libraries,
+            source,
+            settings,
+            CalibrationStore(calibrations, runtime_tag=settings.runtime_tag),
+            validate=validate,
+            static_only=opt.pde_validate_static,
+            cluster=cluster,
+            shard=_shard(opt.pde_shard),
+        )
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
         """The item's verdict; ``machine``: the class of a cluster's workers it calibrates.
@@ -224,28 +245,46 @@ class PdeRun:
         for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in self.verdicts}):
             store = self.placement.store_for(machine)
             entries = {
-                v["case_id"]: {"e_base": v["e_base"], "t_base": v["t_base"], "t_first_run": v["t_first_run"],
-                               "timed_runs": v["timed_runs"], "fingerprint": v["case_fingerprint"],
-                               "solver_info": v["solver_info"], "runtime_version": v["runtime_version"],
-                               "speed_probe_sec": self.speed_probe_sec(), "calibrated_at": now_iso()}
+                v["case_id"]: {
+                    "e_base": v["e_base"],
+                    "t_base": v["t_base"],
+                    "t_first_run": v["t_first_run"],
+                    "timed_runs": v["timed_runs"],
+                    "fingerprint": v["case_fingerprint"],
+                    "solver_info": v["solver_info"],
+                    "runtime_version": v["runtime_version"],
+                    "speed_probe_sec": self.speed_probe_sec(),
+                    "calibrated_at": now_iso(),
+                }
                 for v in self.verdicts
-                if v["library"] == library and (v.get("machine") or self.store.machine) == machine
-                and v["outcome"] == "PASS" and not v["calibration_problem"]
+                if v["library"] == library
+                and (v.get("machine") or self.store.machine) == machine
+                and v["outcome"] == "PASS"
+                and not v["calibration_problem"]
             }
             if entries:
                 written[f"{library} ({machine})" if self.cluster else library] = store.write(
-                    library, entries, self.conditions(library))
+                    library, entries, self.conditions(library)
+                )
         return written
 
     def keep_shard(self, items: list) -> tuple[list, list]:
         """--pde-shard: (this shard's items, the others) of the selected items."""
         cases = [item for item in items if hasattr(item, "record")]
-        shard_of = assign([(item.nodeid, item.record.family,
-                            expected_cost(item.record, item.library, self.settings.runs)) for item in cases],
-                          self.shard.count)
+        shard_of = assign(
+            [
+                (item.nodeid, item.record.family, expected_cost(item.record, item.library, self.settings.runs))
+                for item in cases
+            ],
+            self.shard.count,
+        )
         mine = [item for item in items if shard_of.get(item.nodeid, 1) == self.shard.index]
-        self.shard_info = {"index": self.shard.index, "count": self.shard.count, "selected": len(items),
-                           "selection": selection_digest(item.nodeid for item in items)}
+        self.shard_info = {
+            "index": self.shard.index,
+            "count": self.shard.count,
+            "selected": len(items),
+            "selection": selection_digest(item.nodeid for item in items),
+        }
         return mine, [item for item in items if shard_of.get(item.nodeid, 1) != self.shard.index]
 
     def prefetch(self, items) -> None:
@@ -260,8 +299,12 @@ class PdeRun:
     def conditions(self, library: str) -> dict:
         """What a runtime baseline depends on besides the machine: the evaluation's are
         compared with the calibration's (``condition_mismatches``)."""
-        return {"workers": self.cluster.size if self.cluster else workers(self.config), "runs": self.settings.runs, "sandbox": self.settings.sandbox,
-                "runner": self.settings.runner_for(library)}
+        return {
+            "workers": self.cluster.size if self.cluster else workers(self.config),
+            "runs": self.settings.runs,
+            "sandbox": self.settings.sandbox,
+            "runner": self.settings.runner_for(library),
+        }
 
     def speed_probe_sec(self) -> float:
         """This session's speed probe (speed.py), timed once, on first use."""
@@ -282,26 +325,36 @@ class PdeRun:
             measured = self.store.conditions(library)
             if measured:  # baselines from before the warm runner were measured cold
                 measured = {"runner": "cold", **measured}
-            differ = {k: (v, measured[k]) for k, v in self.conditions(library).items()
-                      if k in measured and measured[k] != v}
+            differ = {
+                k: (v, measured[k]) for k, v in self.conditions(library).items() if k in measured and measured[k] != v
+            }
             if differ:
                 shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
-                lines.append(f"{library}: runtime baselines were measured under other conditions ({shown}): "
-                             "t_agent / t_base is not like for like")
+                lines.append(
+                    f"{library}: runtime baselines were measured under other conditions ({shown}): "
+                    "t_agent / t_base is not like for like"
+                )
             lines += filter(None, [drift_problem(library, self.speed_drift(library))])
         return lines
 
     def session_metadata(self) -> dict:
-        return {"machine": machine_key(), **({"cluster": self.cluster.metadata()} if self.cluster else {}),
-                **({"shard": self.shard_info} if self.shard_info else {}),
-                "source": self.source.label, "libraries": list(self.libraries),
-                "cases": str(self.cases_path), "calibrations": str(self.store.directory),
-                "output": str(self.settings.output_dir), "runs": self.settings.runs,
-                "sandbox": self.settings.sandbox, "mode": self.mode,
-                "runner": {library: self.settings.runner_for(library) for library in self.libraries},
-                "speed_probe_sec": self.speed_probe_sec(),
-                "speed_drift": {library: self.speed_drift(library) for library in self.libraries},
-                **self._images()}
+        return {
+            "machine": machine_key(),
+            **({"cluster": self.cluster.metadata()} if self.cluster else {}),
+            **({"shard": self.shard_info} if self.shard_info else {}),
+            "source": self.source.label,
+            "libraries": list(self.libraries),
+            "cases": str(self.cases_path),
+            "calibrations": str(self.store.directory),
+            "output": str(self.settings.output_dir),
+            "runs": self.settings.runs,
+            "sandbox": self.settings.sandbox,
+            "mode": self.mode,
+            "runner": {library: self.settings.runner_for(library) for library in self.libraries},
+            "speed_probe_sec": self.speed_probe_sec(),
+            "speed_drift": {library: self.speed_drift(library) for library in self.libraries},
+            **self._images(),
+        }
 
     def _images(self) -> dict:
         """The container backend: the image id and digest each library ran in."""

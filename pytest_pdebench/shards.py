@@ -37,7 +37,7 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, value: str) -> "Shard":
+    def parse(cls, value: str) -> Shard:
         try:
             index, count = (int(part) for part in value.split("/"))
         except ValueError:
@@ -62,8 +62,10 @@ def assign(items: list[tuple[str, str, float]], count: int) -> dict[str, int]:
         members = family_count.setdefault(family, [0] * count)
         # the shards within FAMILY_SLACK of this item's cost of the lightest: the one with the fewest of its family
         lightest = min(total)
-        chosen = min((k for k in range(count) if total[k] <= lightest + FAMILY_SLACK * cost),
-                     key=lambda k: (members[k], total[k], k))
+        chosen = min(
+            (k for k in range(count) if total[k] <= lightest + FAMILY_SLACK * cost),
+            key=lambda k: (members[k], total[k], k),
+        )
         members[chosen] += 1
         total[chosen] += cost
         shard_of[nodeid] = chosen + 1
@@ -91,27 +93,40 @@ def merge_reports(paths: list[Path]) -> dict:
     first = reports[0][2]
     for path, _, shard in reports:
         if (shard["count"], shard["selection"]) != (first["count"], first["selection"]):
-            raise ShardError(f"{path}: shard {shard['index']}/{shard['count']} of selection {shard['selection']}, "
-                             f"not of {first['count']} shards of selection {first['selection']}")
+            raise ShardError(
+                f"{path}: shard {shard['index']}/{shard['count']} of selection {shard['selection']}, "
+                f"not of {first['count']} shards of selection {first['selection']}"
+            )
     indices = sorted(shard["index"] for _, _, shard in reports)
     if indices != list(range(1, first["count"] + 1)):
         missing = sorted(set(range(1, first["count"] + 1)) - set(indices))
         twice = sorted({i for i in indices if indices.count(i) > 1})
-        raise ShardError(f"need shards 1..{first['count']} once each: missing {missing or 'none'}, "
-                         f"given twice {twice or 'none'}")
+        raise ShardError(
+            f"need shards 1..{first['count']} once each: missing {missing or 'none'}, given twice {twice or 'none'}"
+        )
     tests = [test for _, report, _ in sorted(reports, key=lambda r: r[2]["index"]) for test in report["tests"]]
     nodeids = [test["nodeid"] for test in tests]
     if len(nodeids) != first["selected"] or selection_digest(nodeids) != first["selection"]:
-        raise ShardError(f"the shards hold {len(nodeids)} items, the selection {first['selected']}: a shard run "
-                         "was cut short or its report is not the last one written")
+        raise ShardError(
+            f"the shards hold {len(nodeids)} items, the selection {first['selected']}: a shard run "
+            "was cut short or its report is not the last one written"
+        )
     summary: dict = {"total": len(tests), "collected": len(tests)}
     for test in tests:
         summary[test["outcome"]] = summary.get(test["outcome"], 0) + 1
     merged = dict(reports[0][1])
     pde = {key: value for key, value in merged.get("pde", {}).items() if key != "shard"}
-    pde["shards"] = [{"index": shard["index"], "report": str(path), "machine": report.get("pde", {}).get("machine"),
-                      "duration": report.get("duration")} for path, report, shard in reports]
-    merged.update(tests=tests, summary=summary, pde=pde,
-                  duration=max(report.get("duration", 0) for _, report, _ in reports))
+    pde["shards"] = [
+        {
+            "index": shard["index"],
+            "report": str(path),
+            "machine": report.get("pde", {}).get("machine"),
+            "duration": report.get("duration"),
+        }
+        for path, report, shard in reports
+    ]
+    merged.update(
+        tests=tests, summary=summary, pde=pde, duration=max(report.get("duration", 0) for _, report, _ in reports)
+    )
     merged.pop("collectors", None)  # per shard; a merged run has no single collection
     return merged

@@ -46,9 +46,11 @@ def drift_problem(library: str, ratio: float | None) -> str | None:
     if ratio is None or abs(ratio - 1) <= SPEED_TOLERANCE:
         return None
     state = "slower" if ratio > 1 else "faster"
-    return (f"{library}: this machine runs the speed probe in {ratio:.2f} x the time it took when the baselines "
-            f"were measured ({state} now): t_agent / t_base is off by about that much; "
-            f"`pdebench calibrate --library {library}` measures them again")
+    return (
+        f"{library}: this machine runs the speed probe in {ratio:.2f} x the time it took when the baselines "
+        f"were measured ({state} now): t_agent / t_base is off by about that much; "
+        f"`pdebench calibrate --library {library}` measures them again"
+    )
 
 
 def baselines_line(entries: dict) -> str:
@@ -63,8 +65,9 @@ def baselines_line(entries: dict) -> str:
     spread = probes[-1] / probes[0] - 1
     state = "within" if spread <= SPEED_TOLERANCE else "NOT within"
     missing = len(entries) - len(probes)
-    return (f"runtime baselines: {len(entries)}, {span}; speed probe with {len(probes)} of them, median "
-            f"{statistics.median(probes):.3f} s, range {probes[0]:.3f}-{probes[-1]:.3f} s ({state} "
-            f"{SPEED_TOLERANCE:.0%} of each other)"
-            + (f"; {missing} timed before the probe existed: their speed is unknown" if missing else ""))
-
+    return (
+        f"runtime baselines: {len(entries)}, {span}; speed probe with {len(probes)} of them, median "
+        f"{statistics.median(probes):.3f} s, range {probes[0]:.3f}-{probes[-1]:.3f} s ({state} "
+        f"{SPEED_TOLERANCE:.0%} of each other)"
+        + (f"; {missing} timed before the probe existed: their speed is unknown" if missing else "")
+    )

@@ -11,8 +11,8 @@ record, done by the plugin after these pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .cases import CaseRecord
 
@@ -31,8 +31,13 @@ ALLOWED_MATH_TYPES = {  # the paper's Table 3a
 }
 
 REQUIRED_PARAMS = {
-    "helmholtz": ("k",), "convection_diffusion": ("epsilon", "beta"), "reaction_diffusion": ("epsilon",),
-    "burgers": ("nu",), "wave": ("c",), "stokes": ("nu",), "navier_stokes": ("nu",),
+    "helmholtz": ("k",),
+    "convection_diffusion": ("epsilon", "beta"),
+    "reaction_diffusion": ("epsilon",),
+    "burgers": ("nu",),
+    "wave": ("c",),
+    "stokes": ("nu",),
+    "navier_stokes": ("nu",),
 }
 VECTOR_FAMILIES = ("linear_elasticity", "stokes", "navier_stokes")
 MIN_VALID_POINTS = 100
@@ -68,8 +73,11 @@ def check_time_use(record: CaseRecord) -> str | None:
         return None
     from .expressions import parse_expression, t
 
-    timed = [where for where, value in record.expressions()
-             if where.startswith("case_spec") and t in parse_expression(value, allow=("u",)).free_symbols]
+    timed = [
+        where
+        for where, value in record.expressions()
+        if where.startswith("case_spec") and t in parse_expression(value, allow=("u",)).free_symbols
+    ]
     return f"a steady case uses t in {timed}" if timed else None
 
 
@@ -134,8 +142,11 @@ def check_boundary_values(record: CaseRecord) -> str | None:
     coefficient = expressions.parse_expression(spec.pde.params.get(pdes.FLUX_COEFFICIENT.get(record.family, ""), 1))
     for kind in ("dirichlet", "neumann", "robin"):
         for index, condition in enumerate(spec.bc.conditions(kind)):
-            sides = [s for s in (pdes.SIDE_NORMALS if "boundary" in condition.tags and box_like else condition.tags)
-                     if s in pdes.SIDE_NORMALS and s in geometry.tags]
+            sides = [
+                s
+                for s in (pdes.SIDE_NORMALS if "boundary" in condition.tags and box_like else condition.tags)
+                if s in pdes.SIDE_NORMALS and s in geometry.tags
+            ]
             values = condition.value if isinstance(condition.value, list) else [condition.value]
             if kind != "dirichlet" and len(symbols) != 1:
                 continue  # tractions are not checked here
@@ -153,9 +164,11 @@ def check_boundary_values(record: CaseRecord) -> str | None:
                     want = expressions.evaluate(expressions.expression_to_string(sp.sympify(expected)), points, time)
                     got = expressions.evaluate(value, points, time)
                     if not np.allclose(got, want, rtol=BOUNDARY_TOLERANCE, atol=BOUNDARY_TOLERANCE):
-                        return (f"bc.{kind}[{index}] on {side} differs from the manufactured solution's "
-                                f"{'value' if kind == 'dirichlet' else kind + ' data'} "
-                                f"(max gap {np.max(np.abs(got - want)):.2g})")
+                        return (
+                            f"bc.{kind}[{index}] on {side} differs from the manufactured solution's "
+                            f"{'value' if kind == 'dirichlet' else kind + ' data'} "
+                            f"(max gap {np.max(np.abs(got - want)):.2g})"
+                        )
     return None
 
 
@@ -177,8 +190,10 @@ def check_periodicity(record: CaseRecord) -> str | None:
     time = 0.0 if spec.pde.time is None else spec.pde.time.t_end
     exact = record.evaluation_metadata.manufactured_solution or {}
     named = [(where, value) for where, value in record.expressions()] + [
-        (f"manufactured_solution.{name}", v) for name, value in exact.items()
-        for v in (value if isinstance(value, list) else [value])]
+        (f"manufactured_solution.{name}", v)
+        for name, value in exact.items()
+        for v in (value if isinstance(value, list) else [value])
+    ]
     for direction in periodic.directions:
         axis = "xyz".index(direction)
         shifted = points.copy()
@@ -239,8 +254,10 @@ def check_leaks(record: CaseRecord) -> str | None:
     if "smoke_case" in record.tags.structure:
         return None
     if (meta.data_revision or 1) < 2:
-        return ("evaluation_metadata.data_revision is missing or < 2: the record predates the rule that its "
-                "data must not give the answer away; rebuild it (pdebench build-suite / import-upstream)")
+        return (
+            "evaluation_metadata.data_revision is missing or < 2: the record predates the rule that its "
+            "data must not give the answer away; rebuild it (pdebench build-suite / import-upstream)"
+        )
     problems = leak_problems(record)
     return "; ".join(problems) if problems else None
 
@@ -251,8 +268,10 @@ def check_calibration_settings(record: CaseRecord) -> str | None:
     config = record.evaluation_metadata.calibration_config
     missing = [library for library in record.supported_libraries if not config or library not in config.settings]
     if missing:
-        return (f"evaluation_metadata.calibration_config has no settings for {', '.join(missing)} "
-                "(pdebench calibration-configs draws them)")
+        return (
+            f"evaluation_metadata.calibration_config has no settings for {', '.join(missing)} "
+            "(pdebench calibration-configs draws them)"
+        )
     return None
 
 

@@ -19,7 +19,11 @@ from ..speed import baselines_line
 def strong_figures(entry: dict | None) -> dict:
     """The strong oracle's error, time and outcome from its entry (None where not measured)."""
     entry = entry or {}
-    return {"e_strong": entry.get("e_strong"), "t_strong": entry.get("t_strong"), "outcome_strong": entry.get("outcome")}
+    return {
+        "e_strong": entry.get("e_strong"),
+        "t_strong": entry.get("t_strong"),
+        "outcome_strong": entry.get("outcome"),
+    }
 
 
 def calibration_rows(cases: Path, library: str, store: CalibrationStore) -> list[dict]:
@@ -31,11 +35,19 @@ def calibration_rows(cases: Path, library: str, store: CalibrationStore) -> list
     for _, _, record in load_cases(cases):
         thresholds = store.thresholds(record, library, Alphas())
         if thresholds is not None and library in record.supported_libraries:
-            rows.append({"family": record.family, "method": record.evaluation_metadata.construction_method,
-                         "e_base": thresholds.e_base, "t_base": thresholds.t_base, "tau_acc": thresholds.tau_acc,
-                         "tau_time": thresholds.tau_time, "id": record.id,
-                         **strong_figures(store.strong_oracle(record, library, oracle_fingerprint(record, library))),
-                         "e_strong_build": (reference_build_gap(record, library) or {}).get("e_strong")})
+            rows.append(
+                {
+                    "family": record.family,
+                    "method": record.evaluation_metadata.construction_method,
+                    "e_base": thresholds.e_base,
+                    "t_base": thresholds.t_base,
+                    "tau_acc": thresholds.tau_acc,
+                    "tau_time": thresholds.tau_time,
+                    "id": record.id,
+                    **strong_figures(store.strong_oracle(record, library, oracle_fingerprint(record, library))),
+                    "e_strong_build": (reference_build_gap(record, library) or {}).get("e_strong"),
+                }
+            )
     return rows
 
 
@@ -47,6 +59,8 @@ def calibration_summary(cases: Path, library: str, calibrations: Path, fmt: str 
     if not rows:
         return None
     family_table, distribution, targets = calibration_tables(rows, fmt)
-    return (f"{library} on {store.machine_for(library)}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
-            f"\n\n{baselines_line({row['id']: store.entries(library)[row['id']] for row in rows})}"
-            f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}")
+    return (
+        f"{library} on {store.machine_for(library)}: {len(rows)} calibrated cases\n\n{family_table}\n\n{distribution}"
+        f"\n\n{baselines_line({row['id']: store.entries(library)[row['id']] for row in rows})}"
+        f"\n\nagainst the paper (issue 11's targets, set for the DOLFINx track):\n{targets}"
+    )

@@ -17,8 +17,14 @@ def write_figures(rows: list[dict], folder: Path) -> list[str]:
     matplotlib.use("Agg")
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for stem, draw in (("stages", _stages), ("families", _families), ("sensitivity", _sensitivity),
-                       ("gates_scatter", _scatter), ("attempts", _attempts), ("cost", _cost)):
+    for stem, draw in (
+        ("stages", _stages),
+        ("families", _families),
+        ("sensitivity", _sensitivity),
+        ("gates_scatter", _scatter),
+        ("attempts", _attempts),
+        ("cost", _cost),
+    ):
         figure = draw(rows)
         if figure is None:
             continue
@@ -57,8 +63,9 @@ def _families(rows):
     import matplotlib.pyplot as plt
 
     libraries = tables.grouped(rows, "library")
-    figure, all_axes = plt.subplots(1, len(libraries), figsize=(4 + 2.5 * len(libraries), 5), squeeze=False,
-                                      layout="constrained")
+    figure, all_axes = plt.subplots(
+        1, len(libraries), figsize=(4 + 2.5 * len(libraries), 5), squeeze=False, layout="constrained"
+    )
     for axes, ((library,), part) in zip(all_axes[0], libraries.items()):
         systems = sorted({r["system"] for r in part})
         families = sorted({r["family"] for r in part})
@@ -75,8 +82,15 @@ def _families(rows):
         for i, line in enumerate(grid):
             for j, value in enumerate(line):
                 if value == value:
-                    axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8,
-                              color="white" if value < 15 or value > 85 else "black")  # legible on dark cells
+                    axes.text(
+                        j,
+                        i,
+                        f"{value:.0f}",
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if value < 15 or value > 85 else "black",
+                    )  # legible on dark cells
         axes.set_title(library)
     figure.colorbar(image, ax=all_axes[0].tolist(), label="pass rate (%)")
     return figure
@@ -88,10 +102,18 @@ def _sensitivity(rows):
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for (system, library), part in _groups(rows).items():
         label = f"{system} / {library}"
-        left.plot(SENSITIVITY_ALPHA_ACC, [100 * tables.sensitivity(part, a, DEFAULT_ALPHA_TIME)["rate"]
-                                          for a in SENSITIVITY_ALPHA_ACC], marker="o", label=label)
-        right.plot(SENSITIVITY_ALPHA_TIME, [100 * tables.sensitivity(part, DEFAULT_ALPHA_ACC, a)["rate"]
-                                            for a in SENSITIVITY_ALPHA_TIME], marker="o", label=label)
+        left.plot(
+            SENSITIVITY_ALPHA_ACC,
+            [100 * tables.sensitivity(part, a, DEFAULT_ALPHA_TIME)["rate"] for a in SENSITIVITY_ALPHA_ACC],
+            marker="o",
+            label=label,
+        )
+        right.plot(
+            SENSITIVITY_ALPHA_TIME,
+            [100 * tables.sensitivity(part, DEFAULT_ALPHA_ACC, a)["rate"] for a in SENSITIVITY_ALPHA_TIME],
+            marker="o",
+            label=label,
+        )
     for axes, name, default in ((left, "alpha_acc", DEFAULT_ALPHA_ACC), (right, "alpha_time", DEFAULT_ALPHA_TIME)):
         axes.axvline(default, color="k", linestyle=":", linewidth=1)
         axes.set_xlabel(f"{name} (dotted: default)")
@@ -108,8 +130,11 @@ def _scatter(rows):
     figure, axes = plt.subplots(layout="constrained", figsize=(6.5, 5))
     drawn = False
     for (system, library), part in _groups(rows).items():
-        points = [(r["error"] / r["tau_acc"], r["t_agent"] / r["tau_time"]) for r in part
-                  if r["error"] and r["tau_acc"] and r["t_agent"] and r["tau_time"]]
+        points = [
+            (r["error"] / r["tau_acc"], r["t_agent"] / r["tau_time"])
+            for r in part
+            if r["error"] and r["tau_acc"] and r["t_agent"] and r["tau_time"]
+        ]
         if points:
             axes.scatter(*zip(*points), s=10, alpha=0.6, label=f"{system} / {library}")
             drawn = True

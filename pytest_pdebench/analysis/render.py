@@ -1,12 +1,12 @@
 """Writes a report folder from stored runs:
 
-    report.md      the tables (GitHub Markdown) and figures
-    report.html    the same, one self-contained page (inline SVG, no script, no network),
-                   plus every item with a link to its audit folder
-    summary.json   every table as numbers and text, the runs it read
-    cases.csv      one row per item and run (runs.ROW_FIELDS)
-    tables.tex     the tables for a paper (booktabs)
-    figures/       PNG and SVG of each figure
+report.md      the tables (GitHub Markdown) and figures
+report.html    the same, one self-contained page (inline SVG, no script, no network),
+               plus every item with a link to its audit folder
+summary.json   every table as numbers and text, the runs it read
+cases.csv      one row per item and run (runs.ROW_FIELDS)
+tables.tex     the tables for a paper (booktabs)
+figures/       PNG and SVG of each figure
 """
 
 from __future__ import annotations
@@ -22,9 +22,18 @@ from .runs import ROW_FIELDS, Run
 
 
 def build_tables(rows: list[dict]) -> list[tables.Table]:
-    found = [*tables.family_tables(rows), tables.stage_table(rows), *tables.sensitivity_tables(rows),
-             tables.exec_reason_table(rows), tables.flag_table(rows), tables.cost_table(rows), *tables.attempt_tables(rows),
-             tables.template_table(rows), tables.pass_at_k_table(rows), tables.comparison_table(rows)]
+    found = [
+        *tables.family_tables(rows),
+        tables.stage_table(rows),
+        *tables.sensitivity_tables(rows),
+        tables.exec_reason_table(rows),
+        tables.flag_table(rows),
+        tables.cost_table(rows),
+        *tables.attempt_tables(rows),
+        tables.template_table(rows),
+        tables.pass_at_k_table(rows),
+        tables.comparison_table(rows),
+    ]
     return [table for table in found if table is not None and table.rows]
 
 
@@ -35,9 +44,19 @@ def write_report(runs: list[Run], out: Path, with_figures: bool = True) -> dict:
     found = build_tables(rows)
     drawn = figures.write_figures(rows, out / "figures") if with_figures else []
     summary = {
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "runs": [{"path": str(run.path), "label": run.label, "machine": run.machine, "sandbox": run.sandbox,
-                  "images": run.images, "mode": run.mode, "items": len(run.rows)} for run in runs],
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "runs": [
+            {
+                "path": str(run.path),
+                "label": run.label,
+                "machine": run.machine,
+                "sandbox": run.sandbox,
+                "images": run.images,
+                "mode": run.mode,
+                "items": len(run.rows),
+            }
+            for run in runs
+        ],
         "tables": {table.key: table.to_dict() for table in found},
         "figures": drawn,
     }
@@ -55,8 +74,10 @@ def report_of_session(verdicts: list[dict], meta: dict, out: Path) -> str:
 
     run = run_from_verdicts(verdicts, meta, out / "run.json")
     summary = write_report([run], out)
-    return (f"report: {out / 'report.html'} ({len(summary['tables'])} tables, {len(summary['figures'])} figures; "
-            f"{out / 'run.json'} is the run, for `pdebench report` beside others)")
+    return (
+        f"report: {out / 'report.html'} ({len(summary['tables'])} tables, {len(summary['figures'])} figures; "
+        f"{out / 'run.json'} is the run, for `pdebench report` beside others)"
+    )
 
 
 def _write_csv(rows: list[dict], path: Path) -> None:
@@ -82,8 +103,12 @@ def _markdown(summary: dict, found: list[tables.Table], drawn: list[str]) -> str
     parts = ["# PDEAgent-Bench report", "", f"Created {summary['created']} from stored runs:", ""]
     parts += [f"- {line}" for line in _runs_lines(summary)] + [""]
     for table in found:
-        parts += [f"## {table.title}", "", tabulate(table.rows, headers=table.headers, tablefmt="github",
-                                                     disable_numparse=True), ""]
+        parts += [
+            f"## {table.title}",
+            "",
+            tabulate(table.rows, headers=table.headers, tablefmt="github", disable_numparse=True),
+            "",
+        ]
         if table.note:
             parts += [f"_{table.note}_", ""]
     for stem in drawn:
@@ -96,8 +121,11 @@ def _latex(found: list[tables.Table]) -> str:
 
     parts = ["% PDEAgent-Bench report tables (booktabs)"]
     for table in found:
-        parts += [f"% {table.title}", tabulate(table.rows, headers=table.headers, tablefmt="latex_booktabs",
-                                               disable_numparse=True), ""]
+        parts += [
+            f"% {table.title}",
+            tabulate(table.rows, headers=table.headers, tablefmt="latex_booktabs", disable_numparse=True),
+            "",
+        ]
     return "\n".join(parts)
 
 
@@ -119,19 +147,24 @@ def _html(summary: dict, found: list[tables.Table], drawn: list[str], rows: list
     figures_html = ""
     for stem in drawn:
         svg = (out / "figures" / f"{stem}.svg").read_text()
-        svg = svg[svg.find("<svg"):]  # inline: the XML prologue and doctype do not belong in a page
+        svg = svg[svg.find("<svg") :]  # inline: the XML prologue and doctype do not belong in a page
         figures_html += f'<figure id="figure-{stem}">{svg}<figcaption>{html.escape(stem)}</figcaption></figure>'
     items = "".join(
         f"<tr><td>{html.escape(r['system'])}</td><td>{html.escape(r['library'])}</td><td>{html.escape(r['case_id'])}"
-        f"</td><td class=\"{html.escape(r['outcome'])}\">{html.escape(r['outcome'])}</td>"
-        f"<td>{html.escape(r['reason'][:160])}</td><td>{_link(r['artifacts'])}</td></tr>" for r in rows)
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>PDEAgent-Bench report</title>"
-            f"<style>{STYLE}</style></head><body><h1>PDEAgent-Bench report</h1>"
-            f"<p>Created {html.escape(summary['created'])} from stored runs:</p><ul>{runs}</ul>"
-            + "".join(_html_table(table) for table in found) + figures_html +
-            f"<details><summary>Every item ({len(rows)})</summary><table><tr><th>system</th><th>library</th>"
-            f"<th>case</th><th>outcome</th><th>reason</th><th>audit folder</th></tr>{items}</table></details>"
-            "</body></html>\n")
+        f'</td><td class="{html.escape(r["outcome"])}">{html.escape(r["outcome"])}</td>'
+        f"<td>{html.escape(r['reason'][:160])}</td><td>{_link(r['artifacts'])}</td></tr>"
+        for r in rows
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>PDEAgent-Bench report</title>'
+        f"<style>{STYLE}</style></head><body><h1>PDEAgent-Bench report</h1>"
+        f"<p>Created {html.escape(summary['created'])} from stored runs:</p><ul>{runs}</ul>"
+        + "".join(_html_table(table) for table in found)
+        + figures_html
+        + f"<details><summary>Every item ({len(rows)})</summary><table><tr><th>system</th><th>library</th>"
+        f"<th>case</th><th>outcome</th><th>reason</th><th>audit folder</th></tr>{items}</table></details>"
+        "</body></html>\n"
+    )
 
 
 def _link(folder: str) -> str:

@@ -19,11 +19,45 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROW_FIELDS = ("system", "run", "library", "case_id", "family", "domain", "math_type", "outcome", "reason",
-              "exec_category", "source_failure", "error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "timed_runs",
-              "alpha_acc", "alpha_time", "tau_min", "tau_max", "attempts", "first_pass_attempt",
-              "prompt_mode", "input_tokens", "output_tokens", "cost_usd", "machine", "sandbox", "runner", "image",
-              "calibration", "artifacts", "timed_failure", "timed_errors", "flags")
+ROW_FIELDS = (
+    "system",
+    "run",
+    "library",
+    "case_id",
+    "family",
+    "domain",
+    "math_type",
+    "outcome",
+    "reason",
+    "exec_category",
+    "source_failure",
+    "error",
+    "e_base",
+    "tau_acc",
+    "t_agent",
+    "t_base",
+    "tau_time",
+    "timed_runs",
+    "alpha_acc",
+    "alpha_time",
+    "tau_min",
+    "tau_max",
+    "attempts",
+    "first_pass_attempt",
+    "prompt_mode",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "machine",
+    "sandbox",
+    "runner",
+    "image",
+    "calibration",
+    "artifacts",
+    "timed_failure",
+    "timed_errors",
+    "flags",
+)
 
 # F-Exec reasons, grouped: the first category whose marker the reason contains (C++
 # compiler messages included: a missing header is an import, an unknown member an API error)
@@ -33,9 +67,21 @@ EXEC_CATEGORIES = (
     ("memory", ("out of memory", "MemoryError", "killed")),
     ("no code", ("no code block", "no code in", "model call failed")),
     ("import", ("ModuleNotFoundError", "ImportError", "No module named", "cannot import", "fatal error:")),
-    ("API", ("AttributeError", "TypeError", "has no attribute", "unexpected keyword", "got an unexpected",
-             "defines no function", "has no member named", "is not a member of", "was not declared",
-             "no matching function")),
+    (
+        "API",
+        (
+            "AttributeError",
+            "TypeError",
+            "has no attribute",
+            "unexpected keyword",
+            "got an unexpected",
+            "defines no function",
+            "has no member named",
+            "is not a member of",
+            "was not declared",
+            "no matching function",
+        ),
+    ),
     ("syntax", ("SyntaxError", "IndentationError", "compile error", "compilation failed")),
     ("output format", ("solution.npz", "meta.json", "shape", "NaN", "missing", "no start marker", "output")),
 )
@@ -87,22 +133,40 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         first_pass = 1 if verdict["outcome"] == "PASS" else None
     math_type = verdict.get("math_type") or []
     row = {
-        "system": system or system_of(verdict), "run": run.label, "library": verdict["library"],
-        "case_id": verdict["case_id"], "family": verdict.get("family", "?"), "domain": verdict.get("domain", ""),
+        "system": system or system_of(verdict),
+        "run": run.label,
+        "library": verdict["library"],
+        "case_id": verdict["case_id"],
+        "family": verdict.get("family", "?"),
+        "domain": verdict.get("domain", ""),
         "math_type": "+".join(math_type) if isinstance(math_type, list) else str(math_type),
-        "outcome": verdict["outcome"], "reason": verdict.get("reason", ""),
-        "exec_category": ("" if verdict["outcome"] != "F-Exec" else AGENT_FAILURE if verdict.get("source_failure")
-                          else exec_category(verdict.get("reason", ""))),
+        "outcome": verdict["outcome"],
+        "reason": verdict.get("reason", ""),
+        "exec_category": (
+            ""
+            if verdict["outcome"] != "F-Exec"
+            else AGENT_FAILURE
+            if verdict.get("source_failure")
+            else exec_category(verdict.get("reason", ""))
+        ),
         "source_failure": bool(verdict.get("source_failure")),
         "timed_runs": list(verdict.get("timed_runs") or []),
-        "attempts": len(attempts) or 1, "first_pass_attempt": first_pass, "attempt_history": attempts,
-        "prompt_mode": llm.get("prompt_mode", ""), "input_tokens": llm.get("input_tokens"),
-        "output_tokens": llm.get("output_tokens"), "cost_usd": llm.get("cost_usd"),
-        "machine": run.machine, "sandbox": verdict.get("sandbox") or run.sandbox,
+        "attempts": len(attempts) or 1,
+        "first_pass_attempt": first_pass,
+        "attempt_history": attempts,
+        "prompt_mode": llm.get("prompt_mode", ""),
+        "input_tokens": llm.get("input_tokens"),
+        "output_tokens": llm.get("output_tokens"),
+        "cost_usd": llm.get("cost_usd"),
+        "machine": run.machine,
+        "sandbox": verdict.get("sandbox") or run.sandbox,
         "runner": verdict.get("runner") or "cold",  # verdicts from before the warm runner: cold
-        "image": verdict.get("runtime_image") or "", "calibration": verdict.get("calibration") or "",
-        "artifacts": verdict.get("artifacts", ""), "timed_failure": verdict.get("timed_failure"),
-        "timed_errors": list(verdict.get("timed_errors") or []), "flags": list(verdict.get("flags") or []),
+        "image": verdict.get("runtime_image") or "",
+        "calibration": verdict.get("calibration") or "",
+        "artifacts": verdict.get("artifacts", ""),
+        "timed_failure": verdict.get("timed_failure"),
+        "timed_errors": list(verdict.get("timed_errors") or []),
+        "flags": list(verdict.get("flags") or []),
         "no_verdict": bool(verdict.get("no_verdict")),
     }
     for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time"):
@@ -174,13 +238,25 @@ def _crash_message(test: dict) -> str | None:
 
 def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
     meta = document.get("pde") or {}
-    run = Run(path, name or path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"),
-              meta.get("images") or {}, meta.get("mode", "evaluation"))
-    run.rows = with_stand_ins_placed([row_of(verdict, run, name) for verdict in json_report_verdicts(document)
-                                      if not verdict.get("calibration_problem")])
+    run = Run(
+        path,
+        name or path.stem,
+        meta.get("machine", "?"),
+        meta.get("sandbox", "?"),
+        meta.get("images") or {},
+        meta.get("mode", "evaluation"),
+    )
+    run.rows = with_stand_ins_placed(
+        [
+            row_of(verdict, run, name)
+            for verdict in json_report_verdicts(document)
+            if not verdict.get("calibration_problem")
+        ]
+    )
     if not run.rows:
-        raise ReportError(f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run "
-                          f"with --json-report?)")
+        raise ReportError(
+            f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run with --json-report?)"
+        )
     return run
 
 
@@ -200,8 +276,14 @@ def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
         missing = [key for key in ("library", "outcome") if key not in verdict]
         if missing:
             raise ReportError(f"{path}: verdict {number} ({verdict['case_id']}) has no {', '.join(missing)}")
-    run = Run(path, name or header.get("rung") or path.stem, header.get("machine", "?"), header.get("sandbox", "?"),
-              header.get("images") or {}, header.get("mode") or "evaluation")
+    run = Run(
+        path,
+        name or header.get("rung") or path.stem,
+        header.get("machine", "?"),
+        header.get("sandbox", "?"),
+        header.get("images") or {},
+        header.get("mode") or "evaluation",
+    )
     system = name or header.get("rung")
     run.rows = with_stand_ins_placed([row_of(verdict, run, system) for verdict in verdicts])
     return run
@@ -213,10 +295,17 @@ def run_from_verdicts(verdicts: list[dict], meta: dict, path: Path) -> Run:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {key: meta.get(key) for key in ("machine", "sandbox", "source", "mode", "runs", "images")}
     path.write_text("".join(json.dumps(line, default=str) + "\n" for line in [header, *verdicts]))
-    run = Run(path, path.stem, meta.get("machine", "?"), meta.get("sandbox", "?"), meta.get("images") or {},
-              meta.get("mode", "evaluation"))
-    run.rows = with_stand_ins_placed([row_of(verdict, run, None) for verdict in verdicts
-                                      if not verdict.get("calibration_problem")])
+    run = Run(
+        path,
+        path.stem,
+        meta.get("machine", "?"),
+        meta.get("sandbox", "?"),
+        meta.get("images") or {},
+        meta.get("mode", "evaluation"),
+    )
+    run.rows = with_stand_ins_placed(
+        [row_of(verdict, run, None) for verdict in verdicts if not verdict.get("calibration_problem")]
+    )
     return run
 
 

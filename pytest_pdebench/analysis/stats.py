@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
@@ -36,12 +36,13 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     n = only_first + only_second
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
-def paired_bootstrap(first: Sequence[bool], second: Sequence[bool], repeats: int = 10_000, seed: int = 0,
-                     level: float = 0.95) -> tuple[float, float, float]:
+def paired_bootstrap(
+    first: Sequence[bool], second: Sequence[bool], repeats: int = 10_000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """The difference in pass rate (first - second) over the same cases, and its
     percentile interval from resampling cases with their pair of results."""
     if len(first) != len(second):

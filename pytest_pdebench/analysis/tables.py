@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 from collections import Counter, defaultdict
+from pathlib import Path
 
-from ..calibration import (DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, DEFAULT_TAU_MAX, DEFAULT_TAU_MIN,
-                           SENSITIVITY_ALPHA_ACC, SENSITIVITY_ALPHA_TIME, accuracy_threshold)
+from ..calibration import (
+    DEFAULT_ALPHA_ACC,
+    DEFAULT_ALPHA_TIME,
+    DEFAULT_TAU_MAX,
+    DEFAULT_TAU_MIN,
+    SENSITIVITY_ALPHA_ACC,
+    SENSITIVITY_ALPHA_TIME,
+    accuracy_threshold,
+)
 from . import stats
 
 OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
@@ -63,13 +70,18 @@ def pass_rate(rows: list[dict]) -> dict:
     shares = [sum(r["outcome"] == "PASS" for r in runs) / len(runs) for runs in by_case.values()]
     passed = sum(r["outcome"] == "PASS" for r in rows)
     low, high = stats.wilson(passed, len(rows))
-    return {"rate": sum(shares) / len(shares) if shares else 0.0, "low": low, "high": high, "passed": passed,
-            "runs": len(rows), "cases": len(by_case)}
+    return {
+        "rate": sum(shares) / len(shares) if shares else 0.0,
+        "low": low,
+        "high": high,
+        "passed": passed,
+        "runs": len(rows),
+        "cases": len(by_case),
+    }
 
 
 def _cell(result: dict) -> str:
-    return (f"{100 * result['rate']:.1f} [{100 * result['low']:.0f}, {100 * result['high']:.0f}] "
-            f"n={result['runs']}")
+    return f"{100 * result['rate']:.1f} [{100 * result['low']:.0f}, {100 * result['high']:.0f}] n={result['runs']}"
 
 
 def family_tables(rows: list[dict]) -> list[Table]:
@@ -80,12 +92,17 @@ def family_tables(rows: list[dict]) -> list[Table]:
         body = []
         for (family,), family_rows in grouped(part, "family").items():
             by_system = grouped(family_rows, "system")
-            body.append([family, *(_cell(pass_rate(by_system[(s,)])) if (s,) in by_system else "-"
-                                   for s in systems)])
+            body.append([family, *(_cell(pass_rate(by_system[(s,)])) if (s,) in by_system else "-" for s in systems)])
         by_system = grouped(part, "system")
         body.append(["overall", *(_cell(pass_rate(by_system[(s,)])) for s in systems)])
-        tables.append(Table(f"families_{library}", f"Pass rate by family, {library} (%, Wilson 95% interval, "
-                            f"runs)", ["family", *systems], body))
+        tables.append(
+            Table(
+                f"families_{library}",
+                f"Pass rate by family, {library} (%, Wilson 95% interval, runs)",
+                ["family", *systems],
+                body,
+            )
+        )
     return tables
 
 
@@ -101,10 +118,23 @@ def stage_table(rows: list[dict]) -> Table:
         agent_failures = sum(r.get("source_failure", False) for r in part)
         if agent_failures:  # counted apart: the agent, not its solver, failed
             cells[1] += f"; {agent_failures} agent failures"
-        body.append([system, library, n, *cells, _share(executed, n), _share(accurate, executed),
-                     _share(counts["PASS"], accurate)])
-    return Table("stages", "Stage breakdown", ["system", "library", "runs", *OUTCOMES, "executed",
-                                               "accurate given executed", "fast given accurate"], body)
+        body.append(
+            [
+                system,
+                library,
+                n,
+                *cells,
+                _share(executed, n),
+                _share(accurate, executed),
+                _share(counts["PASS"], accurate),
+            ]
+        )
+    return Table(
+        "stages",
+        "Stage breakdown",
+        ["system", "library", "runs", *OUTCOMES, "executed", "accurate given executed", "fast given accurate"],
+        body,
+    )
 
 
 def _share(part: int, whole: int) -> str:
@@ -127,8 +157,12 @@ def flag_table(rows: list[dict]) -> Table | None:
     flagged = [r for r in rows if r.get("flags")]
     if not flagged:
         return None
-    return Table("flags", "Flagged items (the outcome stands)", ["system", "library", "case", "outcome", "flag"],
-                 [[r["system"], r["library"], r["case_id"], r["outcome"], "; ".join(r["flags"])] for r in flagged])
+    return Table(
+        "flags",
+        "Flagged items (the outcome stands)",
+        ["system", "library", "case", "outcome", "flag"],
+        [[r["system"], r["library"], r["case_id"], r["outcome"], "; ".join(r["flags"])] for r in flagged],
+    )
 
 
 def cost_table(rows: list[dict]) -> Table | None:
@@ -142,18 +176,44 @@ def cost_table(rows: list[dict]) -> Table | None:
         tokens_out = sum(r["output_tokens"] or 0 for r in part)
         cost = total_cost(part)
         passes = sum(r["outcome"] == "PASS" for r in part)
-        body.append([system, len(part), f"{tokens_in:,}", f"{tokens_out:,}", f"{tokens_in / len(part):,.0f}",
-                     f"{tokens_out / len(part):,.0f}", f"{cost:.2f}", f"{cost / len(part):.4f}",
-                     f"{cost / passes:.4f}" if passes else "-"])
-    return Table("cost", "Tokens and cost", ["system", "items", "input tokens", "output tokens", "input / item",
-                                             "output / item", "cost $", "$ / item", "$ / PASS"], body,
-                 "Cost counts new model calls only; answers replayed from the cache cost nothing.")
+        body.append(
+            [
+                system,
+                len(part),
+                f"{tokens_in:,}",
+                f"{tokens_out:,}",
+                f"{tokens_in / len(part):,.0f}",
+                f"{tokens_out / len(part):,.0f}",
+                f"{cost:.2f}",
+                f"{cost / len(part):.4f}",
+                f"{cost / passes:.4f}" if passes else "-",
+            ]
+        )
+    return Table(
+        "cost",
+        "Tokens and cost",
+        [
+            "system",
+            "items",
+            "input tokens",
+            "output tokens",
+            "input / item",
+            "output / item",
+            "cost $",
+            "$ / item",
+            "$ / PASS",
+        ],
+        body,
+        "Cost counts new model calls only; answers replayed from the cache cost nothing.",
+    )
 
 
 def passed_by_attempt(rows: list[dict], most: int) -> list[float]:
     """The share of rows that passed at attempt k or earlier, for k = 1..most."""
-    return [sum(1 for r in rows if r["first_pass_attempt"] and r["first_pass_attempt"] <= k) / len(rows)
-            for k in range(1, most + 1)]
+    return [
+        sum(1 for r in rows if r["first_pass_attempt"] and r["first_pass_attempt"] <= k) / len(rows)
+        for k in range(1, most + 1)
+    ]
 
 
 def total_cost(rows: list[dict]) -> float:
@@ -171,22 +231,40 @@ def attempt_tables(rows: list[dict]) -> list[Table]:
     most = max(r["attempts"] for r in part)
     curve, transitions = [], Counter()
     for (system, library), group in grouped(part, "system", "library").items():
-        curve.append([system, library, len(group), *(f"{100 * share:.1f}%" for share in passed_by_attempt(group, most))])
+        curve.append(
+            [system, library, len(group), *(f"{100 * share:.1f}%" for share in passed_by_attempt(group, most))]
+        )
         for row in group:
             history = [a["outcome"] for a in row["attempt_history"]]
             for before, after in zip(history, history[1:]):
                 transitions[(system, library, before, after)] += 1
     moves = [[s, lib, f"{a} -> {b}", n] for (s, lib, a, b), n in sorted(transitions.items())]
-    return [Table("attempts", "Pass rate after attempt k (feedback with the failure)",
-                  ["system", "library", "items", *(f"after {k}" for k in range(1, most + 1))], curve),
-            Table("attempt_transitions", "Outcome changes between consecutive attempts",
-                  ["system", "library", "change", "items"], moves)]
+    return [
+        Table(
+            "attempts",
+            "Pass rate after attempt k (feedback with the failure)",
+            ["system", "library", "items", *(f"after {k}" for k in range(1, most + 1))],
+            curve,
+        ),
+        Table(
+            "attempt_transitions",
+            "Outcome changes between consecutive attempts",
+            ["system", "library", "change", "items"],
+            moves,
+        ),
+    ]
 
 
 def paired(rows: list[dict], first: str, second: str, library: str) -> dict | None:
     """Two systems on the cases both ran in one library (a repeated case: its first run)."""
-    a = {r["case_id"]: r["outcome"] == "PASS" for r in reversed(rows) if r["system"] == first and r["library"] == library}
-    b = {r["case_id"]: r["outcome"] == "PASS" for r in reversed(rows) if r["system"] == second and r["library"] == library}
+    a = {
+        r["case_id"]: r["outcome"] == "PASS" for r in reversed(rows) if r["system"] == first and r["library"] == library
+    }
+    b = {
+        r["case_id"]: r["outcome"] == "PASS"
+        for r in reversed(rows)
+        if r["system"] == second and r["library"] == library
+    }
     shared = sorted(set(a) & set(b))
     if not shared:
         return None
@@ -194,12 +272,23 @@ def paired(rows: list[dict], first: str, second: str, library: str) -> dict | No
     only_first = sum(p and not q for p, q in zip(x, y))
     only_second = sum(q and not p for p, q in zip(x, y))
     difference, low, high = stats.paired_bootstrap(x, y)
-    return {"first": first, "second": second, "library": library, "cases": len(shared),
-            "first_rate": sum(x) / len(x), "second_rate": sum(y) / len(y), "both": sum(p and q for p, q in zip(x, y)),
-            "only_first": only_first, "only_second": only_second,
-            "neither": sum(not p and not q for p, q in zip(x, y)), "difference": difference, "low": low,
-            "high": high, "p_mcnemar": stats.mcnemar_exact(only_first, only_second),
-            "within_noise": low <= 0.0 <= high}
+    return {
+        "first": first,
+        "second": second,
+        "library": library,
+        "cases": len(shared),
+        "first_rate": sum(x) / len(x),
+        "second_rate": sum(y) / len(y),
+        "both": sum(p and q for p, q in zip(x, y)),
+        "only_first": only_first,
+        "only_second": only_second,
+        "neither": sum(not p and not q for p, q in zip(x, y)),
+        "difference": difference,
+        "low": low,
+        "high": high,
+        "p_mcnemar": stats.mcnemar_exact(only_first, only_second),
+        "within_noise": low <= 0.0 <= high,
+    }
 
 
 def comparison_table(rows: list[dict]) -> Table | None:
@@ -213,19 +302,46 @@ def comparison_table(rows: list[dict]) -> Table | None:
                 body.append(_comparison_row(result))
     if not body:
         return None
-    return Table("comparisons", "Paired comparisons on shared cases",
-                 ["first", "second", "library", "cases", "first %", "second %", "only first", "only second",
-                  "difference (pp) [95% bootstrap]", "McNemar p", "reading"], body,
-                 "A difference whose interval contains 0 is within noise: these cases do not rank the two.")
+    return Table(
+        "comparisons",
+        "Paired comparisons on shared cases",
+        [
+            "first",
+            "second",
+            "library",
+            "cases",
+            "first %",
+            "second %",
+            "only first",
+            "only second",
+            "difference (pp) [95% bootstrap]",
+            "McNemar p",
+            "reading",
+        ],
+        body,
+        "A difference whose interval contains 0 is within noise: these cases do not rank the two.",
+    )
 
 
 def _comparison_row(result: dict) -> list:
-    reading = "within noise" if result["within_noise"] else (
-        f"{result['first'] if result['difference'] > 0 else result['second']} ahead")
-    return [result["first"], result["second"], result["library"], result["cases"],
-            f"{100 * result['first_rate']:.1f}", f"{100 * result['second_rate']:.1f}", result["only_first"],
-            result["only_second"], f"{100 * result['difference']:+.1f} [{100 * result['low']:+.1f}, "
-            f"{100 * result['high']:+.1f}]", f"{result['p_mcnemar']:.3g}", reading]
+    reading = (
+        "within noise"
+        if result["within_noise"]
+        else (f"{result['first'] if result['difference'] > 0 else result['second']} ahead")
+    )
+    return [
+        result["first"],
+        result["second"],
+        result["library"],
+        result["cases"],
+        f"{100 * result['first_rate']:.1f}",
+        f"{100 * result['second_rate']:.1f}",
+        result["only_first"],
+        result["only_second"],
+        f"{100 * result['difference']:+.1f} [{100 * result['low']:+.1f}, {100 * result['high']:+.1f}]",
+        f"{result['p_mcnemar']:.3g}",
+        reading,
+    ]
 
 
 def template_table(rows: list[dict]) -> Table | None:
@@ -240,9 +356,24 @@ def template_table(rows: list[dict]) -> Table | None:
                 body.append(_comparison_row(result))
     if not body:
         return None
-    return Table("template", "Template prompt against single-shot, same model, paired on cases",
-                 ["template", "single-shot", "library", "cases", "template %", "single %", "only template",
-                  "only single", "difference (pp) [95% bootstrap]", "McNemar p", "reading"], body)
+    return Table(
+        "template",
+        "Template prompt against single-shot, same model, paired on cases",
+        [
+            "template",
+            "single-shot",
+            "library",
+            "cases",
+            "template %",
+            "single %",
+            "only template",
+            "only single",
+            "difference (pp) [95% bootstrap]",
+            "McNemar p",
+            "reading",
+        ],
+        body,
+    )
 
 
 def pass_at_k_table(rows: list[dict]) -> Table | None:
@@ -255,19 +386,24 @@ def pass_at_k_table(rows: list[dict]) -> Table | None:
             continue
         values = []
         for k in range(1, least + 1):
-            estimates = [stats.pass_at_k(len(runs), sum(r["outcome"] == "PASS" for r in runs), k)
-                         for runs in by_case.values()]
+            estimates = [
+                stats.pass_at_k(len(runs), sum(r["outcome"] == "PASS" for r in runs), k) for runs in by_case.values()
+            ]
             values.append(f"{100 * sum(estimates) / len(estimates):.1f}")
         body.append([system, library, len(by_case), least, *values])
     if not body:
         return None
     most = max(row[3] for row in body)
-    return Table("pass_at_k", "pass@k over repeated runs (unbiased estimator)",
-                 ["system", "library", "cases", "runs per case", *(f"pass@{k}" for k in range(1, most + 1))],
-                 [row + ["-"] * (4 + most - len(row)) for row in body])
+    return Table(
+        "pass_at_k",
+        "pass@k over repeated runs (unbiased estimator)",
+        ["system", "library", "cases", "runs per case", *(f"pass@{k}" for k in range(1, most + 1))],
+        [row + ["-"] * (4 + most - len(row)) for row in body],
+    )
 
 
 # --- re-gating from stored numbers (Appendix E) ---
+
 
 def regate(row: dict, alpha_acc: float, alpha_time: float) -> str | None:
     """The outcome under other multipliers, from the stored numbers; None when they do
@@ -310,22 +446,33 @@ def sensitivity_tables(rows: list[dict]) -> list[Table]:
     """Pass rate on the paper's grids: alpha_acc varied at alpha_time = 3, and alpha_time at
     alpha_acc = 10. A cell with items the stored numbers cannot decide shows its lower bound."""
     tables = []
-    for key, name, grid, fixed in (("alpha_acc", "alpha_acc", SENSITIVITY_ALPHA_ACC, DEFAULT_ALPHA_TIME),
-                                   ("alpha_time", "alpha_time", SENSITIVITY_ALPHA_TIME, DEFAULT_ALPHA_ACC)):
+    for key, name, grid, fixed in (
+        ("alpha_acc", "alpha_acc", SENSITIVITY_ALPHA_ACC, DEFAULT_ALPHA_TIME),
+        ("alpha_time", "alpha_time", SENSITIVITY_ALPHA_TIME, DEFAULT_ALPHA_ACC),
+    ):
         body = []
         for (system, library), part in grouped(rows, "system", "library").items():
             cells = []
             for value in grid:
                 alphas = (value, fixed) if key == "alpha_acc" else (fixed, value)
                 result = sensitivity(part, *alphas)
-                cell = ("-" if result["unknown"] == result["runs"] else
-                        f"{'>= ' if result['unknown'] else ''}{100 * result['rate']:.1f}")
+                cell = (
+                    "-"
+                    if result["unknown"] == result["runs"]
+                    else f"{'>= ' if result['unknown'] else ''}{100 * result['rate']:.1f}"
+                )
                 cells.append(cell)
             body.append([system, library, len(part), *cells])
         default = DEFAULT_ALPHA_ACC if key == "alpha_acc" else DEFAULT_ALPHA_TIME
         headers = [f"{name}={value:g}" + (" (default)" if value == default else "") for value in grid]
-        tables.append(Table(f"sensitivity_{key}", f"Pass rate (%) against {name}",
-                            ["system", "library", "runs", *headers], body,
-                            "'>=': the stored numbers do not decide some items (failed the accuracy gate untimed, or "
-                            "a run that stored no e_base): counted as failing; '-': none decided."))
+        tables.append(
+            Table(
+                f"sensitivity_{key}",
+                f"Pass rate (%) against {name}",
+                ["system", "library", "runs", *headers],
+                body,
+                "'>=': the stored numbers do not decide some items (failed the accuracy gate untimed, or "
+                "a run that stored no e_base): counted as failing; '-': none decided.",
+            )
+        )
     return tables

@@ -43,8 +43,15 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from ..calibration import (ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, Alphas, CalibrationStore, case_fingerprint,
-                           materialize, reference_build_gap)
+from ..calibration import (
+    ANCHOR_ACC_SHARE,
+    REFERENCE_AGREEMENT,
+    Alphas,
+    CalibrationStore,
+    case_fingerprint,
+    materialize,
+    reference_build_gap,
+)
 from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, write_case_file
 from ..sources.folder import oracle_fingerprint
 
@@ -52,9 +59,19 @@ UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 FLOW_FAMILIES = ("stokes", "navier_stokes")
 MAX_DEGREE = 2  # the oracles implement P1 and P2 (a few upstream records use P3/P4)
 # 2-D resolution factor per family (see the module doc; measured in the pilot, README)
-RESOLUTION_SCALE = {"poisson": 1.5, "heat": 1.2, "helmholtz": 1.0, "convection_diffusion": 0.8,
-                    "biharmonic": 0.6, "linear_elasticity": 1.0, "reaction_diffusion": 0.6,
-                    "stokes": 0.25, "navier_stokes": 0.22, "burgers": 0.4, "wave": 1.0}
+RESOLUTION_SCALE = {
+    "poisson": 1.5,
+    "heat": 1.2,
+    "helmholtz": 1.0,
+    "convection_diffusion": 0.8,
+    "biharmonic": 0.6,
+    "linear_elasticity": 1.0,
+    "reaction_diffusion": 0.6,
+    "stokes": 0.25,
+    "navier_stokes": 0.22,
+    "burgers": 0.4,
+    "wave": 1.0,
+}
 REFINE_ABOVE = 1e-3
 REFINE_TARGET = 4e-4
 MIN_CELLS = {2: 8, 3: 4}
@@ -80,8 +97,10 @@ def upstream_setting(oracle_config: dict) -> Draw:
 def read_distribution(path: Path = UPSTREAM_FILE) -> dict[tuple[str, int], list[Draw]]:
     """(family, dim) -> the upstream records' settings, in file order."""
     if not Path(path).is_file():
-        raise MissingUpstream(f"no upstream file at {path}: the calibration settings are drawn from the "
-                              "upstream records' oracle_config (PDEAgent-Bench benchmark_v2.jsonl)")
+        raise MissingUpstream(
+            f"no upstream file at {path}: the calibration settings are drawn from the "
+            "upstream records' oracle_config (PDEAgent-Bench benchmark_v2.jsonl)"
+        )
     pools: dict[tuple[str, int], list[Draw]] = defaultdict(list)
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -167,8 +186,7 @@ STEP = re.compile(r"(refined|coarsened|adjusted)(?: for (\w+))? from P(\d)/(\d+)
 
 def steps(source: str) -> list[tuple[str, str | None, tuple[int, int], tuple[int, int]]]:
     """(kind, only library or None, (degree, cells) before, after) of each step, in order."""
-    return [(kind, only or None, (int(a), int(b)), (int(c), int(d)))
-            for kind, only, a, b, c, d in STEP.findall(source)]
+    return [(kind, only or None, (int(a), int(b)), (int(c), int(d))) for kind, only, a, b, c, d in STEP.findall(source)]
 
 
 def kept_on_redraw(source: str) -> bool:
@@ -183,21 +201,31 @@ def calibration_config(record, pools: dict) -> dict:
     spec = record.case_spec
     dim = 3 if spec.eval_grid.nz else 2
     setting = drawn_setting(record.id, record.family, dim, spec.pde.time is not None, pools)
-    return {"source": f"drawn from the upstream {record.family} records' oracle_config (seed: case id)",
-            "settings": {library: dict(setting) for library in record.supported_libraries}}
+    return {
+        "source": f"drawn from the upstream {record.family} records' oracle_config (seed: case id)",
+        "settings": {library: dict(setting) for library in record.supported_libraries},
+    }
 
 
 def attach(records: list, pools: dict) -> list:
     """Every record with its calibration_config drawn (returns the same records)."""
     for record in records:
         record.evaluation_metadata.calibration_config = CalibrationConfig.model_validate(
-            calibration_config(record, pools))
+            calibration_config(record, pools)
+        )
     return records
 
 
-def update_case_files(cases: Path, upstream: Path, calibrations: Path, refine: str | None = None,
-                      coarsen: str | None = None, own: bool = False, families: list[str] | None = None,
-                      log=print) -> None:
+def update_case_files(
+    cases: Path,
+    upstream: Path,
+    calibrations: Path,
+    refine: str | None = None,
+    coarsen: str | None = None,
+    own: bool = False,
+    families: list[str] | None = None,
+    log=print,
+) -> None:
     """``pdebench calibration-configs``: draw the calibration settings of the records under
     ``cases`` again, in place (nothing else in them changes; after a change of
     RESOLUTION_SCALE, say), or with ``refine``/``coarsen`` = LIBRARY move them by this
@@ -205,6 +233,7 @@ def update_case_files(cases: Path, upstream: Path, calibrations: Path, refine: s
     records keep their own settings, and so do settings adjusted by hand or for one library
     (``kept_on_redraw``: the reason is in the source). ``families``: only their records.
     The upstream file is read first, so a missing one stops before any file is written."""
+
     def redrawn(record) -> bool:
         config = record.evaluation_metadata.calibration_config
         return not (config and (config.upstream_oracle is not None or kept_on_redraw(config.source)))
@@ -220,8 +249,10 @@ def update_case_files(cases: Path, upstream: Path, calibrations: Path, refine: s
         else:
             changed = len(attach([r for r in chosen if redrawn(r)], pools))
         write_case_file(file, records)
-        log(f"{file}: calibration settings {'refined' if refine else 'coarsened' if coarsen else 'drawn'} for "
-            f"{changed} of {len(records)} records")
+        log(
+            f"{file}: calibration settings {'refined' if refine else 'coarsened' if coarsen else 'drawn'} for "
+            f"{changed} of {len(records)} records"
+        )
 
 
 def refine_settings(records: list, library: str, calibrations: Path) -> int:
@@ -233,8 +264,12 @@ def refine_settings(records: list, library: str, calibrations: Path) -> int:
     changed = 0
     for record in records:
         entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
-        if not (entry and config and entry["fingerprint"] == case_fingerprint(record, library)
-                and entry["e_base"] >= REFINE_ABOVE):
+        if not (
+            entry
+            and config
+            and entry["fingerprint"] == case_fingerprint(record, library)
+            and entry["e_base"] >= REFINE_ABOVE
+        ):
             continue
         before = config.settings[library].model_dump(exclude_none=True)
         after = refined(before, entry["e_base"], 3 if record.case_spec.eval_grid.nz else 2)
@@ -259,9 +294,14 @@ def coarsen_settings(records: list, library: str, calibrations: Path, own: bool 
         entry, config = entries.get(record.id), record.evaluation_metadata.calibration_config
         # the binding one of: the anchor's error (at most ANCHOR_ACC_SHARE x tau_acc) and the
         # reference's distance from the oracle a level below (at most REFERENCE_AGREEMENT x tau_acc)
-        checks = [(figures["e_strong"], share) for figures, share in (
-            (store.strong_oracle(record, library, oracle_fingerprint(record, library)), ANCHOR_ACC_SHARE),
-            (reference_build_gap(record, library), REFERENCE_AGREEMENT)) if figures]
+        checks = [
+            (figures["e_strong"], share)
+            for figures, share in (
+                (store.strong_oracle(record, library, oracle_fingerprint(record, library)), ANCHOR_ACC_SHARE),
+                (reference_build_gap(record, library), REFERENCE_AGREEMENT),
+            )
+            if figures
+        ]
         if not (entry and config and checks and entry["fingerprint"] == case_fingerprint(record, library)):
             continue
         e_strong, share = max(checks, key=lambda check: check[0] / check[1])
@@ -276,9 +316,14 @@ def coarsen_settings(records: list, library: str, calibrations: Path, own: bool 
         after = coarsened(before, entry["e_base"], aim, 3 if record.case_spec.eval_grid.nz else 2)
         if after is None:
             continue
-        change_setting(config, before, after, "coarsened",
-                       f"e_base {entry['e_base']:.1e} under the strong oracle's {e_strong:.1e} on {library}",
-                       only=library if own else None)
+        change_setting(
+            config,
+            before,
+            after,
+            "coarsened",
+            f"e_base {entry['e_base']:.1e} under the strong oracle's {e_strong:.1e} on {library}",
+            only=library if own else None,
+        )
         changed += 1
     return changed
 
@@ -290,5 +335,7 @@ def change_setting(config, before: dict, after: dict, step: str, why: str, only:
     for name, current in config.settings.items():
         if (only is None or name == only) and current.model_dump(exclude_none=True) == before:
             config.settings[name] = CalibrationSetting.model_validate(after)
-    config.source += (f"; {step}{f' for {only}' if only else ''} from P{before['element_degree']}/"
-                      f"{before['cells_per_side']} to P{after['element_degree']}/{after['cells_per_side']} ({why})")
+    config.source += (
+        f"; {step}{f' for {only}' if only else ''} from P{before['element_degree']}/"
+        f"{before['cells_per_side']} to P{after['element_degree']}/{after['cells_per_side']} ({why})"
+    )

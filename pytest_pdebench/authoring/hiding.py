@@ -86,7 +86,7 @@ def bump(rng: np.random.Generator, geometry, inside: np.ndarray, periodic=()) ->
             k = 2 * sp.pi / _coefficient(length)
             exponent += (sp.cos(k * (coordinate - c)) - 1) / _coefficient((2 * math.pi * width / length) ** 2)
         else:
-            exponent -= (coordinate - c) ** 2 / _coefficient(2 * width ** 2)
+            exponent -= (coordinate - c) ** 2 / _coefficient(2 * width**2)
     return sp.exp(exponent)
 
 
@@ -102,8 +102,10 @@ def _closest(field, targets: list[np.ndarray], names: list[str], sample: leaks.G
     """The smallest distance of a (scalar or vector) field's output columns from the
     solution's: what leaks.py would measure."""
     columns = leaks.output_columns(_values(field, sample.points, sample.t_end), names)
-    return min((leaks.distance(c, u, sample.edge).smallest for c, u in zip(columns, targets) if c is not None),
-               default=math.inf)
+    return min(
+        (leaks.distance(c, u, sample.edge).smallest for c, u in zip(columns, targets) if c is not None),
+        default=math.inf,
+    )
 
 
 def hidden(value, geometry, tags, case_id: str, purpose: str, targets, names, sample, periodic=()):
@@ -135,8 +137,10 @@ def hidden(value, geometry, tags, case_id: str, purpose: str, targets, names, sa
     # 0.4 after the best scaling, so the farthest draw will do with the thinner margin
     if farthest[0] >= SOLUTION_MARGIN:
         return _rendered(farthest[1], vector)
-    raise ValueError(f"{case_id}: no multiple of phi * w hides {purpose} (farthest {farthest[0]:.2f} from the "
-                     f"solution, at least {SOLUTION_MARGIN} needed)")
+    raise ValueError(
+        f"{case_id}: no multiple of phi * w hides {purpose} (farthest {farthest[0]:.2f} from the "
+        f"solution, at least {SOLUTION_MARGIN} needed)"
+    )
 
 
 def _rendered(data: list, vector: bool):
@@ -153,7 +157,7 @@ def _shapes(rng: np.random.Generator, family: str, params: dict, geometry, insid
         centre = [_coefficient(float(np.mean(inside[:, axis]))) for axis in range(geometry.dim)]
         X, Y = x - centre[0], y - centre[1]
         a, b, c = (_coefficient(v) for v in rng.uniform(-1, 1, 3))
-        yield a * (X ** 2 - Y ** 2) + b * X * Y + c * (X ** 3 - 3 * X * Y ** 2) + 1
+        yield a * (X**2 - Y**2) + b * X * Y + c * (X**3 - 3 * X * Y**2) + 1
     if family == "helmholtz" and len(periodic) < 2:
         # across a periodic direction the wave runs along it: constant in that direction
         k = float(params["k"])
@@ -161,8 +165,9 @@ def _shapes(rng: np.random.Generator, family: str, params: dict, geometry, insid
         for axis in periodic:
             direction["xyz".index(axis)] = 0.0
         direction /= np.linalg.norm(direction)
-        yield sp.cos(sum(_coefficient(k * d) * c for d, c in zip(direction, COORDS))
-                     + _coefficient(rng.uniform(0, 2 * math.pi)))
+        yield sp.cos(
+            sum(_coefficient(k * d) * c for d, c in zip(direction, COORDS)) + _coefficient(rng.uniform(0, 2 * math.pi))
+        )
 
 
 def _vectorised(shape, family: str, dim: int, rng: np.random.Generator):
@@ -174,8 +179,9 @@ def _vectorised(shape, family: str, dim: int, rng: np.random.Generator):
     return shape
 
 
-def candidates(case_id: str, family: str, params: dict, geometry, sample: leaks.GridSample, dim: int,
-               transient: bool, periodic=()):
+def candidates(
+    case_id: str, family: str, params: dict, geometry, sample: leaks.GridSample, dim: int, transient: bool, periodic=()
+):
     """Components to add to a solution, in the order they are tried (all seeded)."""
     inside = sample.points[~sample.edge] if (~sample.edge).any() else sample.points
     tau = (t - sample.t0) / _coefficient(sample.t_end - sample.t0)
@@ -188,8 +194,9 @@ def candidates(case_id: str, family: str, params: dict, geometry, sample: leaks.
                 yield [c * growth for c in extra] if isinstance(extra, list) else extra * growth
 
 
-def solution_problems(family: str, params: dict, solution: dict, dim: int, transient: bool,
-                      sample: leaks.GridSample, names: list[str]) -> list[str]:
+def solution_problems(
+    family: str, params: dict, solution: dict, dim: int, transient: bool, sample: leaks.GridSample, names: list[str]
+) -> list[str]:
     """Why a manufactured solution needs a bump: its forcing or a coefficient within
     SOLUTION_MARGIN of it, or too little change in time."""
     u = solution["u"]
@@ -210,8 +217,18 @@ def solution_problems(family: str, params: dict, solution: dict, dim: int, trans
     return problems
 
 
-def with_bump(case_id: str, family: str, params: dict, solution: dict, geometry, sample, names, dim: int,
-              transient: bool, periodic=()) -> dict:
+def with_bump(
+    case_id: str,
+    family: str,
+    params: dict,
+    solution: dict,
+    geometry,
+    sample,
+    names,
+    dim: int,
+    transient: bool,
+    periodic=(),
+) -> dict:
     """The solution (sympy fields u, p), with the first candidate component (at one of
     a few amplitudes) that leaves ``solution_problems`` nothing to find, if it has any."""
     problems = solution_problems(family, params, solution, dim, transient, sample, names)
@@ -235,24 +252,37 @@ class Hiding:
     (``with_bump``), and the hiding of its boundary data (``hidden``): what generated
     (starter.build_record) and imported (upstream.py) records share."""
 
-    def __init__(self, case_id: str, family: str, params: dict, solution: dict, geometry, case_spec: dict,
-                 names: list[str], periodic=()):
+    def __init__(
+        self,
+        case_id: str,
+        family: str,
+        params: dict,
+        solution: dict,
+        geometry,
+        case_spec: dict,
+        names: list[str],
+        periodic=(),
+    ):
         """``solution``: record texts {"u": str or list, "p": ...}; ``case_spec`` needs its
         pde (time), domain and eval_grid."""
         self.case_id, self.geometry, self.names, self.periodic = case_id, geometry, names, tuple(periodic)
         self.sample = leaks.GridSample.of(case_spec)
         read = lambda v: pdes.exact(parse_expression(v))  # noqa: E731
-        fields = {name: [read(c) for c in value] if isinstance(value, (list, tuple)) else read(value)
-                  for name, value in solution.items()}
+        fields = {
+            name: [read(c) for c in value] if isinstance(value, (list, tuple)) else read(value)
+            for name, value in solution.items()
+        }
         transient = case_spec["pde"].get("time") is not None
-        bumped = with_bump(case_id, family, params, fields, geometry, self.sample, names, geometry.dim, transient,
-                           self.periodic)
+        bumped = with_bump(
+            case_id, family, params, fields, geometry, self.sample, names, geometry.dim, transient, self.periodic
+        )
         self.bumped = bumped is not fields
         u = bumped["u"]
         self.solution = dict(solution)  # an untouched solution keeps its text (0.3 stays 0.3, not 3/10)
         if self.bumped:
-            self.solution["u"] = ([expression_to_string(c) for c in u] if isinstance(u, list)
-                                  else expression_to_string(u))
+            self.solution["u"] = (
+                [expression_to_string(c) for c in u] if isinstance(u, list) else expression_to_string(u)
+            )
         self.targets = leaks.output_columns(_values(u, self.sample.points, self.sample.t_end), names)
 
     def hide(self, bc: dict) -> int:
@@ -266,7 +296,16 @@ class Hiding:
                     continue
                 value = condition["value"]
                 parsed = [parse_expression(v) for v in value] if isinstance(value, list) else parse_expression(value)
-                condition["value"] = hidden(parsed, self.geometry, condition["on"], self.case_id, f"{kind}{index}",
-                                            self.targets, self.names, self.sample, self.periodic)
+                condition["value"] = hidden(
+                    parsed,
+                    self.geometry,
+                    condition["on"],
+                    self.case_id,
+                    f"{kind}{index}",
+                    self.targets,
+                    self.names,
+                    self.sample,
+                    self.periodic,
+                )
                 count += 1
         return count

@@ -64,8 +64,9 @@ def _fields(solution: dict) -> dict:
     def read(value):
         return pdes.exact(parse_expression(value))
 
-    return {name: [read(v) for v in value] if isinstance(value, list) else read(value)
-            for name, value in solution.items()}
+    return {
+        name: [read(v) for v in value] if isinstance(value, list) else read(value) for name, value in solution.items()
+    }
 
 
 def derive(family: str, params: dict, solution: dict, dim: int, transient: bool) -> str | list[str]:
@@ -82,8 +83,10 @@ def _side_data(family: str, params: dict, u: str, dim: int, sides: tuple[str, ..
     solution = parse_expression(u)
     gradient = pdes.grad(solution, dim)
     extra = parse_expression(alpha) * solution if alpha is not None else 0
-    values = {simplified(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])) + extra)
-              for side in sides}
+    values = {
+        simplified(sum(coefficient * g * n for g, n in zip(gradient, SIDE_NORMALS[side][:dim])) + extra)
+        for side in sides
+    }
     if len(values) != 1:
         raise ValueError(f"the boundary data differs between sides {list(sides)}: give them one side at a time")
     return text(values.pop())

@@ -65,11 +65,14 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
     steps = [info.get("num_time_steps") for _, info in runs]
     if not all(isinstance(n, int) for n in dofs):
         return ReferenceOutcome(record.id, False, f"the oracle reported no num_dofs at every level ({dofs})")
-    if not (dofs[0] < dofs[1] < dofs[2] or (dofs[0] <= dofs[1] <= dofs[2] and None not in steps
-                                            and steps[0] < steps[1] < steps[2])):
+    if not (
+        dofs[0] < dofs[1] < dofs[2]
+        or (dofs[0] <= dofs[1] <= dofs[2] and None not in steps and steps[0] < steps[1] < steps[2])
+    ):
         # equal fields at equal resolutions would pass for "resolved exactly" below
-        return ReferenceOutcome(record.id, False, f"the levels did not refine the discretization (num_dofs {dofs}, "
-                                                  f"time steps {steps})")
+        return ReferenceOutcome(
+            record.id, False, f"the levels did not refine the discretization (num_dofs {dofs}, time steps {steps})"
+        )
     if any(not np.isfinite(f[valid]).all() for f in fields):
         return ReferenceOutcome(record.id, False, "non-finite values on valid grid points")
     coarse, base, fine = fields
@@ -84,8 +87,10 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
     elif not e_base < MAX_BASE_ERROR:
         outcome.reason = f"e_base estimate {e_base:.3g} >= {MAX_BASE_ERROR}"
     elif not e_base <= REFERENCE_AGREEMENT * record.evaluation_config.tau_max:
-        outcome.reason = (f"the strong oracle is {e_base:.3g} from the reference, above "
-                          f"{REFERENCE_AGREEMENT} x tau_max: no threshold could hold it to its own reference")
+        outcome.reason = (
+            f"the strong oracle is {e_base:.3g} from the reference, above "
+            f"{REFERENCE_AGREEMENT} x tau_max: no threshold could hold it to its own reference"
+        )
     elif not (g12 < g01 or resolved_exactly):
         outcome.reason = f"levels do not converge (g12 {g12:.3g} >= g01 {g01:.3g})"
     else:
@@ -97,24 +102,36 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         digest = hashlib.sha256(b"".join(arrays[name].tobytes() for name in names)).hexdigest()[:16]
         meta = record.evaluation_metadata
         meta.reference_path = str(relative)
-        meta.reference_config = {**(meta.reference_config or {}), "oracle": "dolfinx", "levels": list(LEVELS),
-                                 "e_base_estimate": e_base, "g01": g01, "g12": g12, "num_dofs": dofs,
-                                 "digest": digest}
+        meta.reference_config = {
+            **(meta.reference_config or {}),
+            "oracle": "dolfinx",
+            "levels": list(LEVELS),
+            "e_base_estimate": e_base,
+            "g01": g01,
+            "g12": g12,
+            "num_dofs": dofs,
+            "digest": digest,
+        }
         outcome.kept, outcome.reason = True, "kept"
     return outcome
 
 
-def build_references(path: Path, oracle_dir: Path, families: list[str] | None = None, rebuild: bool = False,
-                     log=print) -> tuple[int, int]:
+def build_references(
+    path: Path, oracle_dir: Path, families: list[str] | None = None, rebuild: bool = False, log=print
+) -> tuple[int, int]:
     """``pdebench build-references``: build the numerical reference of every record of the
     case file ``path`` that needs one (reference-based, without a reference yet or every one
     with ``rebuild``; only ``families`` when given) and return (kept, tried). The case file is
     written after each record, so an interrupted run keeps what it built (a reference takes
     minutes)."""
     records = [record for _, record in iter_case_file(path)]
-    todo = [r for r in records if r.evaluation_metadata.construction_method == "reference_numerical"
-            and (rebuild or not r.evaluation_metadata.reference_path)
-            and (not families or r.family in families)]
+    todo = [
+        r
+        for r in records
+        if r.evaluation_metadata.construction_method == "reference_numerical"
+        and (rebuild or not r.evaluation_metadata.reference_path)
+        and (not families or r.family in families)
+    ]
     log(f"{len(todo)} records of {path} need a numerical reference")
     kept = 0
     for index, record in enumerate(todo, start=1):
@@ -126,8 +143,9 @@ def build_references(path: Path, oracle_dir: Path, families: list[str] | None = 
     return kept, len(todo)
 
 
-def store_reference_agreement(cases: Path, library: str, output: Path, calibrations: Path,
-                              all_records: bool = False) -> tuple[Path, int]:
+def store_reference_agreement(
+    cases: Path, library: str, output: Path, calibrations: Path, all_records: bool = False
+) -> tuple[Path, int]:
     """``pdebench reference-agreement``, after its run of the strong oracle: keep the oracle's
     error and time on the reference-based records (``all_records``: on every record) from the
     verdicts the run left under ``output``, in this machine's calibration file of ``library``
@@ -142,9 +160,17 @@ def store_reference_agreement(cases: Path, library: str, output: Path, calibrati
             continue
         verdict = load_verdict(output / library / record.id)
         fingerprint = case_fingerprint(record, library)
-        if verdict and verdict.case_fingerprint == fingerprint and verdict.error is not None \
-                and math.isfinite(verdict.error):
-            measured[record.id] = {"e_strong": verdict.error, "t_strong": verdict.t_agent,
-                                   "outcome": verdict.outcome, "fingerprint": fingerprint,
-                                   "oracle": verdict.submission_fingerprint}
+        if (
+            verdict
+            and verdict.case_fingerprint == fingerprint
+            and verdict.error is not None
+            and math.isfinite(verdict.error)
+        ):
+            measured[record.id] = {
+                "e_strong": verdict.error,
+                "t_strong": verdict.t_agent,
+                "outcome": verdict.outcome,
+                "fingerprint": fingerprint,
+                "oracle": verdict.submission_fingerprint,
+            }
     return store.write_strong_oracle(library, measured), len(measured)

@@ -25,8 +25,9 @@ import numpy as np
 FLOWS = ("stokes", "navier_stokes")  # their resolution lives (also) in the shared _flow module
 
 
-def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: list[str],
-               level: float = 1.0) -> tuple[np.ndarray, dict]:
+def run_oracle(
+    oracle_dir: Path, family: str, case_spec: dict, output_arrays: list[str], level: float = 1.0
+) -> tuple[np.ndarray, dict]:
     """(components stacked on the last axis, solver_info) of the oracle at a level."""
     oracle_dir = Path(oracle_dir).resolve()
     for folder in (str(oracle_dir.parent), str(oracle_dir)):  # shared helpers, then the library's own
@@ -40,7 +41,7 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     grade = _reference_grade([module] + ([importlib.import_module("_flow")] if family in FLOWS else []), level)
     saved_dt = common.DT_MAX
-    common.DT_MAX = saved_dt / level ** 1.5
+    common.DT_MAX = saved_dt / level**1.5
     cwd = os.getcwd()
     try:
         with tempfile.TemporaryDirectory() as work:
@@ -57,8 +58,14 @@ def run_oracle(oracle_dir: Path, family: str, case_spec: dict, output_arrays: li
     return fields, info
 
 
-GRADED = ("CELLS_PER_LENGTH", "CELLS_PER_LENGTH_3D", "CELLS_PER_WAVELENGTH", "CELLS_PER_WAVELENGTH_3D", "DT_SHARE",
-          "CORNER_SIZE")
+GRADED = (
+    "CELLS_PER_LENGTH",
+    "CELLS_PER_LENGTH_3D",
+    "CELLS_PER_WAVELENGTH",
+    "CELLS_PER_WAVELENGTH_3D",
+    "DT_SHARE",
+    "CORNER_SIZE",
+)
 
 
 def _reference_grade(modules: list, level: float) -> list[tuple]:

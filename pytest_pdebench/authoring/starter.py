@@ -59,10 +59,20 @@ class Design:
             return list(self.math_types)
         if self.family == "convection_diffusion":
             return ["parabolic" if self.t_end else "elliptic"]
-        return [{"poisson": "elliptic", "heat": "parabolic", "helmholtz": "elliptic",
-                 "reaction_diffusion": "reaction_diffusion", "linear_elasticity": "elliptic",
-                 "stokes": "incompressible_flow", "navier_stokes": "incompressible_flow", "burgers": "parabolic",
-                 "wave": "hyperbolic", "biharmonic": "elliptic"}[self.family]]
+        return [
+            {
+                "poisson": "elliptic",
+                "heat": "parabolic",
+                "helmholtz": "elliptic",
+                "reaction_diffusion": "reaction_diffusion",
+                "linear_elasticity": "elliptic",
+                "stokes": "incompressible_flow",
+                "navier_stokes": "incompressible_flow",
+                "burgers": "parabolic",
+                "wave": "hyperbolic",
+                "biharmonic": "elliptic",
+            }[self.family]
+        ]
 
     def exact(self) -> dict:
         solution = {"u": list(self.u) if isinstance(self.u, tuple) else self.u}
@@ -73,124 +83,433 @@ class Design:
 
 DESIGNS = [
     Design("poisson_basic", "poisson", "unit_square", "sin(pi*x)*sin(pi*y)", smoke=True),
-    Design("poisson_variable_kappa", "poisson", "unit_square", "sin(2*pi*x)*sin(2*pi*y)",
-           kappa="1 + 0.5*sin(2*pi*x)*sin(2*pi*y)", structure=("variable_coefficient",), difficulty="medium"),
-    Design("poisson_mixed_bc", "poisson", "unit_square", "exp(x)*cos(pi*y)", kappa="2",
-           neumann=("y_max",), structure=("neumann",), difficulty="medium"),
-    Design("poisson_exp_kappa", "poisson", "unit_square", "x*(1 - x)*y*(1 - y)*exp(x + y)",
-           kappa="exp(x - y)", structure=("variable_coefficient",)),
-    Design("poisson_l_shape", "poisson", "l_shape", "sin(pi*x)*cos(pi*y) + x**2",
-           structure=("nonconvex", "reentrant_corner")),
-    Design("poisson_l_shape_variable_kappa", "poisson", "l_shape", "exp(-x)*sin(2*y) + y",
-           kappa="1 + x**2 + y**2", structure=("nonconvex", "variable_coefficient"), difficulty="medium"),
+    Design(
+        "poisson_variable_kappa",
+        "poisson",
+        "unit_square",
+        "sin(2*pi*x)*sin(2*pi*y)",
+        kappa="1 + 0.5*sin(2*pi*x)*sin(2*pi*y)",
+        structure=("variable_coefficient",),
+        difficulty="medium",
+    ),
+    Design(
+        "poisson_mixed_bc",
+        "poisson",
+        "unit_square",
+        "exp(x)*cos(pi*y)",
+        kappa="2",
+        neumann=("y_max",),
+        structure=("neumann",),
+        difficulty="medium",
+    ),
+    Design(
+        "poisson_exp_kappa",
+        "poisson",
+        "unit_square",
+        "x*(1 - x)*y*(1 - y)*exp(x + y)",
+        kappa="exp(x - y)",
+        structure=("variable_coefficient",),
+    ),
+    Design(
+        "poisson_l_shape",
+        "poisson",
+        "l_shape",
+        "sin(pi*x)*cos(pi*y) + x**2",
+        structure=("nonconvex", "reentrant_corner"),
+    ),
+    Design(
+        "poisson_l_shape_variable_kappa",
+        "poisson",
+        "l_shape",
+        "exp(-x)*sin(2*y) + y",
+        kappa="1 + x**2 + y**2",
+        structure=("nonconvex", "variable_coefficient"),
+        difficulty="medium",
+    ),
     Design("poisson_circle", "poisson", "circle", "exp(x + y)", structure=("curved_boundary",)),
-    Design("poisson_circle_variable_kappa", "poisson", "circle", "sin(3*x)*cos(2*y)", kappa="2 + sin(pi*x)",
-           structure=("curved_boundary", "variable_coefficient"), difficulty="medium"),
-    Design("poisson_annulus", "poisson", "annulus", "cos(2*pi*x)*cos(2*pi*y)",
-           structure=("curved_boundary", "multiply_connected"), difficulty="medium"),
-    Design("poisson_annulus_variable_kappa", "poisson", "annulus", "x**3 - 3*x*y**2 + sin(y)",
-           kappa="1 + 0.5*cos(pi*x)*cos(pi*y)", structure=("multiply_connected", "variable_coefficient")),
-    Design("poisson_square_with_hole", "poisson", "square_with_hole", "sin(pi*x)*sin(2*pi*y) + x*y",
-           structure=("multiply_connected",)),
-    Design("poisson_square_with_hole_contrast", "poisson", "square_with_hole", "cos(pi*x)*exp(y)",
-           kappa="1 + 9*exp(-20*((x - 0.25)**2 + (y - 0.25)**2))",
-           structure=("multiply_connected", "coefficient_contrast"), difficulty="hard"),
-    Design("poisson_unit_cube", "poisson", "unit_cube", "sin(pi*x)*sin(pi*y)*sin(pi*z)", structure=("3d",),
-           difficulty="medium"),
+    Design(
+        "poisson_circle_variable_kappa",
+        "poisson",
+        "circle",
+        "sin(3*x)*cos(2*y)",
+        kappa="2 + sin(pi*x)",
+        structure=("curved_boundary", "variable_coefficient"),
+        difficulty="medium",
+    ),
+    Design(
+        "poisson_annulus",
+        "poisson",
+        "annulus",
+        "cos(2*pi*x)*cos(2*pi*y)",
+        structure=("curved_boundary", "multiply_connected"),
+        difficulty="medium",
+    ),
+    Design(
+        "poisson_annulus_variable_kappa",
+        "poisson",
+        "annulus",
+        "x**3 - 3*x*y**2 + sin(y)",
+        kappa="1 + 0.5*cos(pi*x)*cos(pi*y)",
+        structure=("multiply_connected", "variable_coefficient"),
+    ),
+    Design(
+        "poisson_square_with_hole",
+        "poisson",
+        "square_with_hole",
+        "sin(pi*x)*sin(2*pi*y) + x*y",
+        structure=("multiply_connected",),
+    ),
+    Design(
+        "poisson_square_with_hole_contrast",
+        "poisson",
+        "square_with_hole",
+        "cos(pi*x)*exp(y)",
+        kappa="1 + 9*exp(-20*((x - 0.25)**2 + (y - 0.25)**2))",
+        structure=("multiply_connected", "coefficient_contrast"),
+        difficulty="hard",
+    ),
+    Design(
+        "poisson_unit_cube",
+        "poisson",
+        "unit_cube",
+        "sin(pi*x)*sin(pi*y)*sin(pi*z)",
+        structure=("3d",),
+        difficulty="medium",
+    ),
     Design("heat_basic", "heat", "unit_square", "exp(-t)*sin(pi*x)*sin(pi*y)", t_end=0.1),
-    Design("heat_variable_kappa", "heat", "unit_square", "exp(-2*t)*sin(pi*x)*sin(2*pi*y)",
-           kappa="1 + 0.5*x*y", t_end=0.2, structure=("variable_coefficient",), difficulty="medium"),
-    Design("heat_l_shape", "heat", "l_shape", "(1 + t)*sin(pi*x)*sin(pi*y) + x", t_end=0.1,
-           structure=("nonconvex",)),
-    Design("heat_l_shape_variable_kappa", "heat", "l_shape", "exp(-t)*cos(pi*x)*cos(pi*y)",
-           kappa="1 + x", t_end=0.1, structure=("nonconvex", "variable_coefficient"), difficulty="medium"),
+    Design(
+        "heat_variable_kappa",
+        "heat",
+        "unit_square",
+        "exp(-2*t)*sin(pi*x)*sin(2*pi*y)",
+        kappa="1 + 0.5*x*y",
+        t_end=0.2,
+        structure=("variable_coefficient",),
+        difficulty="medium",
+    ),
+    Design("heat_l_shape", "heat", "l_shape", "(1 + t)*sin(pi*x)*sin(pi*y) + x", t_end=0.1, structure=("nonconvex",)),
+    Design(
+        "heat_l_shape_variable_kappa",
+        "heat",
+        "l_shape",
+        "exp(-t)*cos(pi*x)*cos(pi*y)",
+        kappa="1 + x",
+        t_end=0.1,
+        structure=("nonconvex", "variable_coefficient"),
+        difficulty="medium",
+    ),
     Design("heat_circle", "heat", "circle", "exp(-t)*(x**2 + y**2)", t_end=0.1, structure=("curved_boundary",)),
-    Design("heat_circle_variable_kappa", "heat", "circle", "cos(t)*sin(pi*x)*cos(pi*y)", kappa="1 + 0.5*y",
-           t_end=0.2, structure=("curved_boundary", "variable_coefficient"), difficulty="medium"),
-    Design("heat_annulus", "heat", "annulus", "exp(-t)*sin(2*pi*x)*sin(2*pi*y)", t_end=0.05,
-           structure=("multiply_connected",), difficulty="medium"),
-    Design("heat_square_with_hole", "heat", "square_with_hole", "(1 + t**2)*cos(pi*x)*sin(pi*y)", t_end=0.1,
-           structure=("multiply_connected",)),
+    Design(
+        "heat_circle_variable_kappa",
+        "heat",
+        "circle",
+        "cos(t)*sin(pi*x)*cos(pi*y)",
+        kappa="1 + 0.5*y",
+        t_end=0.2,
+        structure=("curved_boundary", "variable_coefficient"),
+        difficulty="medium",
+    ),
+    Design(
+        "heat_annulus",
+        "heat",
+        "annulus",
+        "exp(-t)*sin(2*pi*x)*sin(2*pi*y)",
+        t_end=0.05,
+        structure=("multiply_connected",),
+        difficulty="medium",
+    ),
+    Design(
+        "heat_square_with_hole",
+        "heat",
+        "square_with_hole",
+        "(1 + t**2)*cos(pi*x)*sin(pi*y)",
+        t_end=0.1,
+        structure=("multiply_connected",),
+    ),
     Design("helmholtz_k5", "helmholtz", "unit_square", "sin(pi*x)*sin(2*pi*y)", params=(("k", 5.0),)),
-    Design("helmholtz_plane_wave_circle", "helmholtz", "circle", "sin(6*x + 8*y)", params=(("k", 10.0),),
-           structure=("curved_boundary", "zero_source", "wavenumber"), difficulty="medium"),
-    Design("helmholtz_l_shape_k3", "helmholtz", "l_shape", "exp(x)*sin(2*y)", params=(("k", 3.0),),
-           structure=("nonconvex",)),
-    Design("helmholtz_annulus_k8", "helmholtz", "annulus", "cos(4*pi*x)*sin(2*pi*y)", params=(("k", 8.0),),
-           structure=("multiply_connected", "wavenumber"), difficulty="hard"),
-    Design("convdiff_moderate_pe", "convection_diffusion", "unit_square", "sin(pi*x)*sin(pi*y)",
-           params=(("epsilon", 0.05), ("beta", [1.0, 0.5]))),
-    Design("convdiff_high_pe_supg", "convection_diffusion", "unit_square", "x*y*(1 - x)*(1 - y)*exp(x)",
-           params=(("epsilon", 0.002), ("beta", [1.0, 1.0])), structure=("convection_dominated",),
-           difficulty="hard"),
-    Design("convdiff_l_shape", "convection_diffusion", "l_shape", "sin(2*pi*x)*y",
-           params=(("epsilon", 0.01), ("beta", [2.0, -1.0])), structure=("nonconvex", "convection_dominated"),
-           difficulty="medium"),
-    Design("convdiff_transient_annulus", "convection_diffusion", "annulus", "exp(-t)*cos(pi*x)*sin(pi*y)",
-           params=(("epsilon", 0.02), ("beta", [-1.0, 0.5])), t_end=0.2, structure=("multiply_connected",),
-           difficulty="medium"),
-    Design("rd_linear", "reaction_diffusion", "unit_square", "exp(-t)*sin(pi*x)*sin(pi*y)",
-           params=(("epsilon", 0.1), ("reaction", "2*u")), t_end=0.2, structure=("linear_reaction",)),
-    Design("rd_allen_cahn_l_shape", "reaction_diffusion", "l_shape", "0.3*exp(-t)*sin(pi*x)*sin(pi*y)",
-           params=(("epsilon", 0.05), ("reaction", "2*(u**3 - u)")), t_end=0.1,
-           structure=("nonconvex", "nonlinear_reaction"), difficulty="medium"),
-    Design("rd_logistic_circle", "reaction_diffusion", "circle", "exp(-t)*(0.2 + 0.1*sin(pi*x)*sin(pi*y))",
-           params=(("epsilon", 0.05), ("reaction", "3*u*(1 - u)")), t_end=0.2,
-           structure=("curved_boundary", "nonlinear_reaction"), difficulty="medium"),
-    Design("rd_cubic_square_with_hole", "reaction_diffusion", "square_with_hole",
-           "0.2*exp(-t)*sin(2*pi*x)*sin(pi*y)", params=(("epsilon", 0.08), ("reaction", "u + 5*u**3")), t_end=0.1,
-           structure=("multiply_connected", "nonlinear_reaction")),
-    Design("elasticity_square", "linear_elasticity", "unit_square",
-           ("sin(pi*x)*sin(pi*y)", "x*y*(1 - x)*(1 - y)"), params=(("E", 1.0), ("nu", 0.3)),
-           output="displacement_magnitude"),
-    Design("elasticity_near_incompressible", "linear_elasticity", "unit_square",
-           ("sin(pi*x)*sin(pi*y)", "sin(pi*x)*cos(pi*y)"), params=(("E", 1.0), ("nu", 0.49)),
-           output=("u_x", "u_y"), structure=("near_incompressible",), difficulty="hard"),
-    Design("elasticity_l_shape", "linear_elasticity", "l_shape", ("0.1*x*y", "0.05*sin(pi*x)*y"),
-           params=(("E", 10.0), ("nu", 0.25)), output="displacement_magnitude", structure=("nonconvex",)),
+    Design(
+        "helmholtz_plane_wave_circle",
+        "helmholtz",
+        "circle",
+        "sin(6*x + 8*y)",
+        params=(("k", 10.0),),
+        structure=("curved_boundary", "zero_source", "wavenumber"),
+        difficulty="medium",
+    ),
+    Design(
+        "helmholtz_l_shape_k3",
+        "helmholtz",
+        "l_shape",
+        "exp(x)*sin(2*y)",
+        params=(("k", 3.0),),
+        structure=("nonconvex",),
+    ),
+    Design(
+        "helmholtz_annulus_k8",
+        "helmholtz",
+        "annulus",
+        "cos(4*pi*x)*sin(2*pi*y)",
+        params=(("k", 8.0),),
+        structure=("multiply_connected", "wavenumber"),
+        difficulty="hard",
+    ),
+    Design(
+        "convdiff_moderate_pe",
+        "convection_diffusion",
+        "unit_square",
+        "sin(pi*x)*sin(pi*y)",
+        params=(("epsilon", 0.05), ("beta", [1.0, 0.5])),
+    ),
+    Design(
+        "convdiff_high_pe_supg",
+        "convection_diffusion",
+        "unit_square",
+        "x*y*(1 - x)*(1 - y)*exp(x)",
+        params=(("epsilon", 0.002), ("beta", [1.0, 1.0])),
+        structure=("convection_dominated",),
+        difficulty="hard",
+    ),
+    Design(
+        "convdiff_l_shape",
+        "convection_diffusion",
+        "l_shape",
+        "sin(2*pi*x)*y",
+        params=(("epsilon", 0.01), ("beta", [2.0, -1.0])),
+        structure=("nonconvex", "convection_dominated"),
+        difficulty="medium",
+    ),
+    Design(
+        "convdiff_transient_annulus",
+        "convection_diffusion",
+        "annulus",
+        "exp(-t)*cos(pi*x)*sin(pi*y)",
+        params=(("epsilon", 0.02), ("beta", [-1.0, 0.5])),
+        t_end=0.2,
+        structure=("multiply_connected",),
+        difficulty="medium",
+    ),
+    Design(
+        "rd_linear",
+        "reaction_diffusion",
+        "unit_square",
+        "exp(-t)*sin(pi*x)*sin(pi*y)",
+        params=(("epsilon", 0.1), ("reaction", "2*u")),
+        t_end=0.2,
+        structure=("linear_reaction",),
+    ),
+    Design(
+        "rd_allen_cahn_l_shape",
+        "reaction_diffusion",
+        "l_shape",
+        "0.3*exp(-t)*sin(pi*x)*sin(pi*y)",
+        params=(("epsilon", 0.05), ("reaction", "2*(u**3 - u)")),
+        t_end=0.1,
+        structure=("nonconvex", "nonlinear_reaction"),
+        difficulty="medium",
+    ),
+    Design(
+        "rd_logistic_circle",
+        "reaction_diffusion",
+        "circle",
+        "exp(-t)*(0.2 + 0.1*sin(pi*x)*sin(pi*y))",
+        params=(("epsilon", 0.05), ("reaction", "3*u*(1 - u)")),
+        t_end=0.2,
+        structure=("curved_boundary", "nonlinear_reaction"),
+        difficulty="medium",
+    ),
+    Design(
+        "rd_cubic_square_with_hole",
+        "reaction_diffusion",
+        "square_with_hole",
+        "0.2*exp(-t)*sin(2*pi*x)*sin(pi*y)",
+        params=(("epsilon", 0.08), ("reaction", "u + 5*u**3")),
+        t_end=0.1,
+        structure=("multiply_connected", "nonlinear_reaction"),
+    ),
+    Design(
+        "elasticity_square",
+        "linear_elasticity",
+        "unit_square",
+        ("sin(pi*x)*sin(pi*y)", "x*y*(1 - x)*(1 - y)"),
+        params=(("E", 1.0), ("nu", 0.3)),
+        output="displacement_magnitude",
+    ),
+    Design(
+        "elasticity_near_incompressible",
+        "linear_elasticity",
+        "unit_square",
+        ("sin(pi*x)*sin(pi*y)", "sin(pi*x)*cos(pi*y)"),
+        params=(("E", 1.0), ("nu", 0.49)),
+        output=("u_x", "u_y"),
+        structure=("near_incompressible",),
+        difficulty="hard",
+    ),
+    Design(
+        "elasticity_l_shape",
+        "linear_elasticity",
+        "l_shape",
+        ("0.1*x*y", "0.05*sin(pi*x)*y"),
+        params=(("E", 10.0), ("nu", 0.25)),
+        output="displacement_magnitude",
+        structure=("nonconvex",),
+    ),
     # flows: divergence-free velocities from a stream function psi, u = (psi_y, -psi_x)
-    Design("stokes_square", "stokes", "unit_square",
-           ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"),
-           p="cos(pi*x)*cos(pi*y)", params=(("nu", 1.0),), output="velocity_magnitude"),
-    Design("stokes_circle_components", "stokes", "circle", ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"),
-           p="x**2 - y**2", params=(("nu", 0.5),), output=("u_x", "u_y"), structure=("curved_boundary",),
-           difficulty="medium"),
-    Design("navier_stokes_square", "navier_stokes", "unit_square",
-           ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"), p="cos(pi*x)*cos(pi*y)",
-           params=(("nu", 0.1),), output="velocity_magnitude", structure=("nonlinear",), difficulty="medium"),
-    Design("navier_stokes_l_shape", "navier_stokes", "l_shape",
-           ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"), p="x*y",
-           params=(("nu", 0.05),), output="velocity_magnitude", structure=("nonlinear", "nonconvex"),
-           difficulty="hard"),
-    Design("burgers_square", "burgers", "unit_square", "exp(-t)*sin(pi*x)*sin(pi*y)", params=(("nu", 0.01),),
-           t_end=0.2, structure=("nonlinear", "convection_dominated"), difficulty="medium"),
-    Design("burgers_circle", "burgers", "circle", "exp(-0.5*t)*cos(pi*x)*cos(pi*y)", params=(("nu", 0.05),),
-           t_end=0.1, structure=("nonlinear", "curved_boundary")),
-    Design("wave_square", "wave", "unit_square", "sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)", params=(("c", 1.0),),
-           t_end=0.5, structure=("standing_wave",)),
-    Design("wave_l_shape", "wave", "l_shape", "sin(pi*x)*sin(2*pi*y)*cos(2*t) + x*t", params=(("c", 2.0),),
-           t_end=0.2, structure=("nonconvex", "forced")),
+    Design(
+        "stokes_square",
+        "stokes",
+        "unit_square",
+        ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"),
+        p="cos(pi*x)*cos(pi*y)",
+        params=(("nu", 1.0),),
+        output="velocity_magnitude",
+    ),
+    Design(
+        "stokes_circle_components",
+        "stokes",
+        "circle",
+        ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"),
+        p="x**2 - y**2",
+        params=(("nu", 0.5),),
+        output=("u_x", "u_y"),
+        structure=("curved_boundary",),
+        difficulty="medium",
+    ),
+    Design(
+        "navier_stokes_square",
+        "navier_stokes",
+        "unit_square",
+        ("pi*cos(pi*y)*sin(pi*x)", "-pi*cos(pi*x)*sin(pi*y)"),
+        p="cos(pi*x)*cos(pi*y)",
+        params=(("nu", 0.1),),
+        output="velocity_magnitude",
+        structure=("nonlinear",),
+        difficulty="medium",
+    ),
+    Design(
+        "navier_stokes_l_shape",
+        "navier_stokes",
+        "l_shape",
+        ("2*pi*sin(pi*x)**2*sin(pi*y)*cos(pi*y)", "-2*pi*sin(pi*x)*cos(pi*x)*sin(pi*y)**2"),
+        p="x*y",
+        params=(("nu", 0.05),),
+        output="velocity_magnitude",
+        structure=("nonlinear", "nonconvex"),
+        difficulty="hard",
+    ),
+    Design(
+        "burgers_square",
+        "burgers",
+        "unit_square",
+        "exp(-t)*sin(pi*x)*sin(pi*y)",
+        params=(("nu", 0.01),),
+        t_end=0.2,
+        structure=("nonlinear", "convection_dominated"),
+        difficulty="medium",
+    ),
+    Design(
+        "burgers_circle",
+        "burgers",
+        "circle",
+        "exp(-0.5*t)*cos(pi*x)*cos(pi*y)",
+        params=(("nu", 0.05),),
+        t_end=0.1,
+        structure=("nonlinear", "curved_boundary"),
+    ),
+    Design(
+        "wave_square",
+        "wave",
+        "unit_square",
+        "sin(pi*x)*sin(pi*y)*cos(sqrt(2)*pi*t)",
+        params=(("c", 1.0),),
+        t_end=0.5,
+        structure=("standing_wave",),
+    ),
+    Design(
+        "wave_l_shape",
+        "wave",
+        "l_shape",
+        "sin(pi*x)*sin(2*pi*y)*cos(2*t) + x*t",
+        params=(("c", 2.0),),
+        t_end=0.2,
+        structure=("nonconvex", "forced"),
+    ),
     Design("biharmonic_sin", "biharmonic", "unit_square", "sin(pi*x)*sin(pi*y)"),
-    Design("biharmonic_exp_mode", "biharmonic", "unit_square", "exp(x)*sin(pi*y)", structure=("nonzero_laplacian_bc",),
-           difficulty="medium"),
-    Design("biharmonic_circle", "biharmonic", "circle", "(x**2 + y**2)**2 + cos(2*x)",
-           structure=("curved_boundary",), difficulty="medium"),
-    Design("biharmonic_l_shape", "biharmonic", "l_shape", "x**2*y**2 + sin(pi*x)*y", structure=("nonconvex",),
-           difficulty="hard"),
+    Design(
+        "biharmonic_exp_mode",
+        "biharmonic",
+        "unit_square",
+        "exp(x)*sin(pi*y)",
+        structure=("nonzero_laplacian_bc",),
+        difficulty="medium",
+    ),
+    Design(
+        "biharmonic_circle",
+        "biharmonic",
+        "circle",
+        "(x**2 + y**2)**2 + cos(2*x)",
+        structure=("curved_boundary",),
+        difficulty="medium",
+    ),
+    Design(
+        "biharmonic_l_shape",
+        "biharmonic",
+        "l_shape",
+        "x**2*y**2 + sin(pi*x)*y",
+        structure=("nonconvex",),
+        difficulty="hard",
+    ),
     # no exact solution: references come from the oracle at twice its resolution
-    Design("poisson_gaussian_source_l_shape", "poisson", "l_shape", None,
-           forcing="10*exp(-50*((x - 0.25)**2 + (y - 0.25)**2))", structure=("nonconvex", "no_exact_solution")),
-    Design("heat_unit_source_circle", "heat", "circle", None, forcing="1", t_end=0.1, kappa="1 + 0.5*x",
-           structure=("curved_boundary", "no_exact_solution")),
-    Design("convdiff_unit_source", "convection_diffusion", "unit_square", None,
-           params=(("epsilon", 0.05), ("beta", [1.0, 0.5])), forcing="1",
-           structure=("boundary_layer", "no_exact_solution"), difficulty="medium"),
-    Design("stokes_lid_driven_cavity", "stokes", "unit_square", None, params=(("nu", 1.0),),
-           forcing=("0", "0"), dirichlet=(("y_max", ("4*x*(1 - x)", "0")), (["x_min", "x_max", "y_min"], ("0", "0"))),
-           output="velocity_magnitude", structure=("no_exact_solution", "cavity"), difficulty="medium"),
-    Design("elasticity_cantilever", "linear_elasticity", "unit_square", None, params=(("E", 1.0), ("nu", 0.3)),
-           forcing=("0", "-0.01"), dirichlet=(("x_min", ("0", "0")),), output="displacement_magnitude",
-           structure=("no_exact_solution", "traction_free")),
+    Design(
+        "poisson_gaussian_source_l_shape",
+        "poisson",
+        "l_shape",
+        None,
+        forcing="10*exp(-50*((x - 0.25)**2 + (y - 0.25)**2))",
+        structure=("nonconvex", "no_exact_solution"),
+    ),
+    Design(
+        "heat_unit_source_circle",
+        "heat",
+        "circle",
+        None,
+        forcing="1",
+        t_end=0.1,
+        kappa="1 + 0.5*x",
+        structure=("curved_boundary", "no_exact_solution"),
+    ),
+    Design(
+        "convdiff_unit_source",
+        "convection_diffusion",
+        "unit_square",
+        None,
+        params=(("epsilon", 0.05), ("beta", [1.0, 0.5])),
+        forcing="1",
+        structure=("boundary_layer", "no_exact_solution"),
+        difficulty="medium",
+    ),
+    Design(
+        "stokes_lid_driven_cavity",
+        "stokes",
+        "unit_square",
+        None,
+        params=(("nu", 1.0),),
+        forcing=("0", "0"),
+        dirichlet=(("y_max", ("4*x*(1 - x)", "0")), (["x_min", "x_max", "y_min"], ("0", "0"))),
+        output="velocity_magnitude",
+        structure=("no_exact_solution", "cavity"),
+        difficulty="medium",
+    ),
+    Design(
+        "elasticity_cantilever",
+        "linear_elasticity",
+        "unit_square",
+        None,
+        params=(("E", 1.0), ("nu", 0.3)),
+        forcing=("0", "-0.01"),
+        dirichlet=(("x_min", ("0", "0")),),
+        output="displacement_magnitude",
+        structure=("no_exact_solution", "traction_free"),
+    ),
 ]
 
 
@@ -234,10 +553,15 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
             design = dataclasses.replace(design, u=tuple(u) if isinstance(u, list) else u)
     # a bumped solution's data is long: sympy's simplify would take minutes on it
     with mms.simplify_limit(0) if hiding and hiding.bumped else contextlib.nullcontext():
-        pde["forcing"] = {"type": "expression",
-                          "value": mms.derive(design.family, pde_params, design.exact(), dim, transient)}
-        exact = ([mms.text(mms.parse_expression(c)) for c in design.u] if isinstance(design.u, tuple)
-                 else mms.text(mms.parse_expression(design.u)))
+        pde["forcing"] = {
+            "type": "expression",
+            "value": mms.derive(design.family, pde_params, design.exact(), dim, transient),
+        }
+        exact = (
+            [mms.text(mms.parse_expression(c)) for c in design.u]
+            if isinstance(design.u, tuple)
+            else mms.text(mms.parse_expression(design.u))
+        )
         bc = mms.fill_boundary_data(_manufactured_bc(design, geometry), design.family, pde_params, design.u, dim)
     if hiding:
         hiding.hide(bc)
@@ -260,8 +584,9 @@ def _hiding(design: Design, geometry, case_spec: dict):
     from .hiding import Hiding
 
     names = Output.model_validate(_output_block(design)).arrays
-    return Hiding(design.id, design.family, design.pde_params(), design.exact(), geometry, case_spec, names,
-                  design.periodic)
+    return Hiding(
+        design.id, design.family, design.pde_params(), design.exact(), geometry, case_spec, names, design.periodic
+    )
 
 
 def _manufactured_bc(design: Design, geometry) -> dict:
@@ -291,7 +616,7 @@ def _manufactured_bc(design: Design, geometry) -> dict:
 
 def _domain_block(design: Design, geometry, params: dict) -> dict:
     bbox = list(geometry.bbox)
-    domain = {"type": design.domain, "bounds": [bbox[2 * i:2 * i + 2] for i in range(geometry.dim)]}
+    domain = {"type": design.domain, "bounds": [bbox[2 * i : 2 * i + 2] for i in range(geometry.dim)]}
     if params:
         domain["geometry_params"] = params
     return domain
@@ -305,46 +630,71 @@ def _output_block(design: Design) -> dict:
 
 
 def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
-    return CaseRecord.model_validate({
-        "id": design.id,
-        "pde_classification": {"equation_family": design.family, "math_type": design.math_type()},
-        "case_spec": case_spec,
-        "evaluation_config": {},
-        "evaluation_metadata": metadata,
-        "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
-        "supported_libraries": list(design.libraries) or libraries_for(design.family),
-    })
+    return CaseRecord.model_validate(
+        {
+            "id": design.id,
+            "pde_classification": {"equation_family": design.family, "math_type": design.math_type()},
+            "case_spec": case_spec,
+            "evaluation_config": {},
+            "evaluation_metadata": metadata,
+            "tags": {"structure": list(design.structure), "difficulty": [design.difficulty]},
+            "supported_libraries": list(design.libraries) or libraries_for(design.family),
+        }
+    )
 
 
 # which tracks carry which families (the paper's Table 3b)
-FIREDRAKE_FAMILIES = {"poisson", "helmholtz", "biharmonic", "linear_elasticity", "heat", "convection_diffusion",
-                      "reaction_diffusion", "stokes"}
+FIREDRAKE_FAMILIES = {
+    "poisson",
+    "helmholtz",
+    "biharmonic",
+    "linear_elasticity",
+    "heat",
+    "convection_diffusion",
+    "reaction_diffusion",
+    "stokes",
+}
 DEALII_FAMILIES = FIREDRAKE_FAMILIES | {"navier_stokes"}
 
 
 def libraries_for(family: str) -> list[str]:
-    return ["dolfinx"] + [library for library, families in (("firedrake", FIREDRAKE_FAMILIES),
-                                                              ("dealii", DEALII_FAMILIES)) if family in families]
+    return ["dolfinx"] + [
+        library
+        for library, families in (("firedrake", FIREDRAKE_FAMILIES), ("dealii", DEALII_FAMILIES))
+        if family in families
+    ]
 
 
 def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: dict, params: dict) -> CaseRecord:
     """A case given by its data alone; `pdebench build-references` adds the reference."""
     forcing = list(design.forcing) if isinstance(design.forcing, tuple) else design.forcing
     pde["forcing"] = {"type": "expression", "value": forcing}
-    conditions = [{"on": tag, "value": list(value) if isinstance(value, tuple) else value}
-                  for tag, value in design.dirichlet]
+    conditions = [
+        {"on": tag, "value": list(value) if isinstance(value, tuple) else value} for tag, value in design.dirichlet
+    ]
     bc = {"dirichlet": conditions[0] if len(conditions) == 1 else conditions}
     if design.family == "biharmonic":  # simply supported: lap(u) = 0 where u is given
         bc["laplacian"] = [{"on": c["on"], "value": "0"} for c in conditions]
         bc["laplacian"] = bc["laplacian"][0] if len(conditions) == 1 else bc["laplacian"]
-    case_spec = {"pde": pde, "domain": _domain_block(design, geometry, params), "bc": bc,
-                 "eval_grid": eval_grid, "output": _output_block(design)}
+    case_spec = {
+        "pde": pde,
+        "domain": _domain_block(design, geometry, params),
+        "bc": bc,
+        "eval_grid": eval_grid,
+        "output": _output_block(design),
+    }
     if design.t_end is not None:
         case_spec["ic"] = {"value": design.initial}
         if design.family == "wave":
             case_spec["ic"]["velocity"] = "0"
-    return _record(design, case_spec, {"construction_method": "reference_numerical",
-                                       "reference_config": {"method": "oracle at 2x its own resolution"}})
+    return _record(
+        design,
+        case_spec,
+        {
+            "construction_method": "reference_numerical",
+            "reference_config": {"method": "oracle at 2x its own resolution"},
+        },
+    )
 
 
 def starter_records(hide_solution: bool = True) -> list[CaseRecord]:

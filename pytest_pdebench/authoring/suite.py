@@ -6,9 +6,9 @@ family's domains (so every listed domain is used), so the suite is reproducible 
 combination repeats. On domains with straight sides the boundary-condition variants of
 the family (``boundaries``: dirichlet, mixed = Neumann on one side, robin = Robin on one
 side) take turns; on periodic_square the family's ``periodic`` table gives directions
-and solutions, and only regimes whose coefficients repeat with the period are used. Records are built by the starter builder
-(sympy derives all data); cases without an exact solution get their references from
-``pdebench build-references``.
+and solutions, and only regimes whose coefficients repeat with the period are used.
+Records are built by the starter builder (sympy derives all data); cases without an
+exact solution get their references from ``pdebench build-references``.
 """
 
 from __future__ import annotations
@@ -28,12 +28,33 @@ DESIGN_FILE = Path(__file__).with_name("design_matrix.toml")
 DISCARDED_FILE = Path(__file__).with_name("discarded.toml")  # candidates that failed their checks
 SEED = 2026
 # cases per family that the Firedrake and deal.II tracks carry (the paper's Table 3b)
-FIREDRAKE_COUNTS = {"poisson": 91, "helmholtz": 62, "biharmonic": 46, "linear_elasticity": 61, "heat": 50,
-                    "convection_diffusion": 84, "reaction_diffusion": 64, "stokes": 52}
-DEALII_COUNTS = {"poisson": 60, "helmholtz": 29, "biharmonic": 15, "linear_elasticity": 30, "heat": 50,
-                 "convection_diffusion": 52, "reaction_diffusion": 22, "stokes": 27, "navier_stokes": 28}
-SHORT = {"convection_diffusion": "cd", "reaction_diffusion": "rd", "linear_elasticity": "elasticity",
-         "navier_stokes": "ns"}
+FIREDRAKE_COUNTS = {
+    "poisson": 91,
+    "helmholtz": 62,
+    "biharmonic": 46,
+    "linear_elasticity": 61,
+    "heat": 50,
+    "convection_diffusion": 84,
+    "reaction_diffusion": 64,
+    "stokes": 52,
+}
+DEALII_COUNTS = {
+    "poisson": 60,
+    "helmholtz": 29,
+    "biharmonic": 15,
+    "linear_elasticity": 30,
+    "heat": 50,
+    "convection_diffusion": 52,
+    "reaction_diffusion": 22,
+    "stokes": 27,
+    "navier_stokes": 28,
+}
+SHORT = {
+    "convection_diffusion": "cd",
+    "reaction_diffusion": "rd",
+    "linear_elasticity": "elasticity",
+    "navier_stokes": "ns",
+}
 
 
 def load_design(path: Path = DESIGN_FILE) -> dict:
@@ -79,8 +100,9 @@ def _exact_choices(family: str, spec: dict, domain: str):
 def _repeats(expression, directions: list[str]) -> bool:
     """Whether a coefficient is periodic with period 1 in the given directions."""
     expr = parse_expression(expression, allow=("u",)) if isinstance(expression, str) else sp.sympify(expression)
-    return all(sp.simplify(expr.subs(symbol, symbol + 1) - expr) == 0
-               for symbol in (x if d == "x" else y for d in directions))
+    return all(
+        sp.simplify(expr.subs(symbol, symbol + 1) - expr) == 0 for symbol in (x if d == "x" else y for d in directions)
+    )
 
 
 def _usable(regime: dict, domain: str, spec: dict) -> bool:
@@ -113,8 +135,10 @@ def _boundary_variant(family: str, spec: dict, domain: str, turn: int) -> tuple[
     if variant == "mixed":
         return "neumann", {"neumann": NEUMANN_SIDES[turn // len(variants) % len(NEUMANN_SIDES)]}
     if variant == "robin":
-        return "robin", {"robin": ROBIN_SIDES[turn // len(variants) % len(ROBIN_SIDES)],
-                         "robin_alpha": ROBIN_ALPHAS[turn // len(variants) % len(ROBIN_ALPHAS)]}
+        return "robin", {
+            "robin": ROBIN_SIDES[turn // len(variants) % len(ROBIN_SIDES)],
+            "robin_alpha": ROBIN_ALPHAS[turn // len(variants) % len(ROBIN_ALPHAS)],
+        }
     return "", {}
 
 
@@ -149,13 +173,20 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
         regime, domain = combo[0], combo[1]
         suffix, boundary = _boundary_variant(family, spec, domain, turns[domain])
         turns[domain] += 1
-        named.append(((combo, boundary), "_".join(filter(None, (short, regime["name"], domain, suffix,
-                                                                 f"{index:03d}")))))
+        named.append(
+            ((combo, boundary), "_".join(filter(None, (short, regime["name"], domain, suffix, f"{index:03d}"))))
+        )
     try:
         exact_kept = _take(named, n_exact, discarded)
-        source_kept = _take([(c, f"{short}_{c[0]['name']}_{c[1]}_noexact_{i:03d}") for i, c in enumerate(source_combos)
-                             if c[0].get("references", True)],  # numbered before the filter: ids stay
-                            spec["no_exact"], discarded)
+        source_kept = _take(
+            [
+                (c, f"{short}_{c[0]['name']}_{c[1]}_noexact_{i:03d}")
+                for i, c in enumerate(source_combos)
+                if c[0].get("references", True)
+            ],  # numbered before the filter: ids stay
+            spec["no_exact"],
+            discarded,
+        )
     except ValueError as exc:
         raise ValueError(f"{family}: {exc} (design matrix or discarded.toml)") from None
     for _, ((regime, domain, solution, pressure), boundary), name in exact_kept:
@@ -164,8 +195,18 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
         boundary = ("0", "0") if vector else "0"
         if "streams" in spec:  # a flow needs moving walls or it stays at rest
             boundary = velocity_from_stream(spec["streams"][index % len(spec["streams"])])
-        designs.append(_design(family, name, regime, domain, spec, u=None, forcing=tuple(source) if vector else source,
-                               dirichlet=(("boundary", boundary),)))
+        designs.append(
+            _design(
+                family,
+                name,
+                regime,
+                domain,
+                spec,
+                u=None,
+                forcing=tuple(source) if vector else source,
+                dirichlet=(("boundary", boundary),),
+            )
+        )
     return designs
 
 
@@ -181,10 +222,21 @@ def _design(family, case_id, regime, domain, spec, u, p=None, **data) -> Design:
     kappa = params.pop("kappa", "1")
     output = spec.get("output", "scalar")
     boundary = [name for name in ("neumann", "robin", "periodic") if data.get(name)]
-    return Design(case_id, family, domain, u, kappa=kappa, params=tuple(params.items()), t_end=t_end,
-                  structure=(regime["name"], "no_exact_solution" if u is None else "manufactured", *boundary),
-                  difficulty="medium", p=p, output=output,
-                  math_types=(regime["math_type"],) if "math_type" in regime else (), **data)
+    return Design(
+        case_id,
+        family,
+        domain,
+        u,
+        kappa=kappa,
+        params=tuple(params.items()),
+        t_end=t_end,
+        structure=(regime["name"], "no_exact_solution" if u is None else "manufactured", *boundary),
+        difficulty="medium",
+        p=p,
+        output=output,
+        math_types=(regime["math_type"],) if "math_type" in regime else (),
+        **data,
+    )
 
 
 def with_libraries(family: str, designs: list[Design]) -> list[Design]:
@@ -194,17 +246,22 @@ def with_libraries(family: str, designs: list[Design]) -> list[Design]:
 
     out = []
     for index, design in enumerate(designs):
-        libraries = ("dolfinx",) + tuple(library for library, counts in (("firedrake", FIREDRAKE_COUNTS),
-                                                                          ("dealii", DEALII_COUNTS))
-                                         if index < counts.get(family, 0))
+        libraries = ("dolfinx",) + tuple(
+            library
+            for library, counts in (("firedrake", FIREDRAKE_COUNTS), ("dealii", DEALII_COUNTS))
+            if index < counts.get(family, 0)
+        )
         out.append(dataclasses.replace(design, libraries=libraries))
     return out
 
 
 def suite_designs(path: Path = DESIGN_FILE) -> list[Design]:
     discarded = load_discarded()
-    return [design for family, spec in load_design(path).items()
-            for design in with_libraries(family, family_designs(family, spec, discarded=discarded))]
+    return [
+        design
+        for family, spec in load_design(path).items()
+        for design in with_libraries(family, family_designs(family, spec, discarded=discarded))
+    ]
 
 
 SUITE_SIMPLIFY_LIMIT = 40  # sympy's simplify took 92 s on one tanh x Gaussian-contrast forcing

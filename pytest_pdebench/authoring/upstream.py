@@ -49,8 +49,11 @@ from .calibration_configs import setting_dict, upstream_setting
 from .starter import DATA_REVISION
 
 TAGS = {"all": "boundary", "x0": "x_min", "x1": "x_max", "y0": "y_min", "y1": "y_max", "z0": "z_min", "z1": "z_max"}
-MAGNITUDE_FIELDS = {"stokes": "velocity_magnitude", "navier_stokes": "velocity_magnitude",
-                    "linear_elasticity": "displacement_magnitude"}
+MAGNITUDE_FIELDS = {
+    "stokes": "velocity_magnitude",
+    "navier_stokes": "velocity_magnitude",
+    "linear_elasticity": "displacement_magnitude",
+}
 DEFAULT_BURGERS_T_END = 0.1
 
 
@@ -73,11 +76,17 @@ def _hole(spec: dict) -> dict:
 
 def _dumbbell(p: dict) -> dict:
     if "left_circle" in p:
-        return {"left": _circle(p["left_circle"]), "right": _circle(p["right_circle"]),
-                "bridge": [p["bridge"][k] for k in ("x_min", "x_max", "y_min", "y_max")]}
+        return {
+            "left": _circle(p["left_circle"]),
+            "right": _circle(p["right_circle"]),
+            "bridge": [p["bridge"][k] for k in ("x_min", "x_max", "y_min", "y_max")],
+        }
     (lx, ly), (rx, ry), half = p["left_center"], p["right_center"], p["bar_width"] / 2
-    return {"left": {"center": [lx, ly], "radius": p["radius"]}, "right": {"center": [rx, ry], "radius": p["radius"]},
-            "bridge": [lx, rx, ly - half, ly + half]}
+    return {
+        "left": {"center": [lx, ly], "radius": p["radius"]},
+        "right": {"center": [rx, ry], "radius": p["radius"]},
+        "bridge": [lx, rx, ly - half, ly + half],
+    }
 
 
 def convert_domain(domain: dict) -> dict:
@@ -99,10 +108,18 @@ def convert_domain(domain: dict) -> dict:
         "annulus": lambda p: {"center": p["center"], "inner_radius": p["inner_r"], "outer_radius": p["outer_r"]},
         "eccentric_annulus": lambda p: {"outer": _circle(p["outer_circle"]), "inner": _circle(p["inner_circle"])},
         "sector": lambda p: {"center": p["center"], "radius": p["radius"], "angle_deg": p["angle"]},
-        "star": lambda p: {"center": p.get("center", [0, 0]), "points": p["points"], "inner_radius": p["inner_r"],
-                           "outer_radius": p["outer_r"]},
-        "gear": lambda p: {"center": p.get("center", [0, 0]), "teeth": p["teeth"], "base_radius": p["base_r"],
-                           "tooth_height": p["tooth_h"]},
+        "star": lambda p: {
+            "center": p.get("center", [0, 0]),
+            "points": p["points"],
+            "inner_radius": p["inner_r"],
+            "outer_radius": p["outer_r"],
+        },
+        "gear": lambda p: {
+            "center": p.get("center", [0, 0]),
+            "teeth": p["teeth"],
+            "base_radius": p["base_r"],
+            "tooth_height": p["tooth_h"],
+        },
         "t_junction": lambda p: {"bar": p["horizontal_rect"], "stem": p["vertical_rect"]},
         "dumbbell": _dumbbell,
         "periodic_square": lambda p: {"bounds": p.get("bounds", p.get("extents", [0, 1, 0, 1]))},
@@ -155,11 +172,13 @@ def _add_laplacian_data(case_spec: dict, exact: dict | None, tags: list[str]) ->
     well-posed fourth-order problem. With an exact solution, lap(u) on the same tags is
     derived from it; without one the record cannot be repaired."""
     if not exact:
-        raise ImportProblem("biharmonic record gives only u on the boundary and no exact solution to derive "
-                            "a second boundary condition from")
-    from .mms import text
+        raise ImportProblem(
+            "biharmonic record gives only u on the boundary and no exact solution to derive "
+            "a second boundary condition from"
+        )
     from ..expressions import parse_expression
     from ..pdes import lap
+    from .mms import text
 
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     dirichlet = case_spec["bc"]["dirichlet"]
@@ -207,10 +226,21 @@ def convert_record(raw: dict) -> dict:
     if "periodic" in oc["bc"] and "extents" in oc["bc"]["periodic"]:
         domain["geometry_params"] = {"bounds": oc["bc"]["periodic"]["extents"]}
     field = oc["output"]["field"]
-    output = {"format": "npz", "field": "scalar" if field in ("scalar", "u") else
-              MAGNITUDE_FIELDS.get(family, field) if field == "u_mag" else field}
-    case_spec: dict[str, Any] = {"pde": pde, "domain": domain, "bc": convert_bc(oc["bc"], family),
-                                 "eval_grid": eval_grid, "output": output}
+    output = {
+        "format": "npz",
+        "field": "scalar"
+        if field in ("scalar", "u")
+        else MAGNITUDE_FIELDS.get(family, field)
+        if field == "u_mag"
+        else field,
+    }
+    case_spec: dict[str, Any] = {
+        "pde": pde,
+        "domain": domain,
+        "bc": convert_bc(oc["bc"], family),
+        "eval_grid": eval_grid,
+        "output": output,
+    }
     if "initial_condition" in pde_in or time:
         if "initial_condition" not in pde_in:
             tags.append("imported_default_ic")  # upstream gives none: start from rest
@@ -232,9 +262,11 @@ def convert_record(raw: dict) -> dict:
     setting = setting_dict(family, degree, cells, dt, bool(time))
     metadata = {
         "construction_method": "manufactured_solution" if exact else "reference_numerical",
-        "calibration_config": {"source": "upstream oracle_config",
-                               "settings": {library: dict(setting) for library in libraries},
-                               "upstream_oracle": hidden},
+        "calibration_config": {
+            "source": "upstream oracle_config",
+            "settings": {library: dict(setting) for library in libraries},
+            "upstream_oracle": hidden,
+        },
     }
     if exact:
         metadata["manufactured_solution"] = exact  # data_revision 2 once hide_data has run
@@ -245,9 +277,11 @@ def convert_record(raw: dict) -> dict:
         "id": raw["id"],
         "pde_classification": {"equation_family": family, "math_type": raw["pde_classification"]["math_type"]},
         "case_spec": case_spec,
-        "evaluation_config": {"timeout_sec": float(config.get("timeout_sec", 300)),
-                              "alpha_acc": float(config.get("accuracy_tolerance", 10)),
-                              "alpha_time": float(config.get("time_tolerance", 3))},
+        "evaluation_config": {
+            "timeout_sec": float(config.get("timeout_sec", 300)),
+            "alpha_acc": float(config.get("accuracy_tolerance", 10)),
+            "alpha_time": float(config.get("time_tolerance", 3)),
+        },
         "evaluation_metadata": metadata,
         "tags": {"structure": tags, "difficulty": []},
         "supported_libraries": libraries,
@@ -270,13 +304,23 @@ def hide_data(record):
     geometry = resolve_geometry(spec["domain"])
     periodic = spec["bc"].get("periodic", {}).get("directions", ())
     try:
-        hiding = Hiding(record.id, family, params, meta["manufactured_solution"], geometry, spec,
-                        record.case_spec.output.arrays, periodic)
+        hiding = Hiding(
+            record.id,
+            family,
+            params,
+            meta["manufactured_solution"],
+            geometry,
+            spec,
+            record.case_spec.output.arrays,
+            periodic,
+        )
         solution = meta["manufactured_solution"] = hiding.solution
         # no simplify: on upstream's solutions (tanh, nested exponentials) it can take minutes
         with mms.simplify_limit(0):
-            spec["pde"]["forcing"] = {"type": "expression",
-                                      "value": mms.derive(family, params, solution, geometry.dim, time is not None)}
+            spec["pde"]["forcing"] = {
+                "type": "expression",
+                "value": mms.derive(family, params, solution, geometry.dim, time is not None),
+            }
             mms.fill_boundary_data(spec["bc"], family, params, solution["u"], geometry.dim)
         if time:
             spec["ic"] = mms.initial_condition(family, solution["u"], time["t0"])
@@ -347,18 +391,25 @@ def import_to(source: Path, output: Path, progress=None) -> str:
     records, problems = import_file(source, progress)
     rewrite_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")
-    rejected.write_text(json.dumps([{"line": line, "id": case_id, "reason": reason}
-                                    for line, case_id, reason in problems], indent=1) + "\n")
+    rejected.write_text(
+        json.dumps([{"line": line, "id": case_id, "reason": reason} for line, case_id, reason in problems], indent=1)
+        + "\n"
+    )
     lines = [f"imported {len(records)} records to {output}; {len(problems)} rejected (reasons in {rejected})"]
     lines += [f"  {family:22s} {count}" for family, count in sorted(Counter(r.family for r in records).items())]
     hidden = [r for r in records if "imported_hidden_data" in r.tags.structure]
     bumped = sum("imported_added_component" in r.tags.structure for r in hidden)
-    conditions = sum(len(r.case_spec.bc.conditions(kind)) for r in hidden
-                     for kind in ("dirichlet", "neumann", "robin", "laplacian"))
-    lines.append(f"data hidden in {len(hidden)} manufactured records: {conditions} boundary conditions, "
-                 f"{bumped} solutions with an added component")
+    conditions = sum(
+        len(r.case_spec.bc.conditions(kind)) for r in hidden for kind in ("dirichlet", "neumann", "robin", "laplacian")
+    )
+    lines.append(
+        f"data hidden in {len(hidden)} manufactured records: {conditions} boundary conditions, "
+        f"{bumped} solutions with an added component"
+    )
     if problems:
         lines.append("rejected:")
-        lines += [f"  {count:4d}  {reason[:160]}"
-                  for reason, count in Counter(reason_group(reason) for _, _, reason in problems).most_common()]
+        lines += [
+            f"  {count:4d}  {reason[:160]}"
+            for reason, count in Counter(reason_group(reason) for _, _, reason in problems).most_common()
+        ]
     return "\n".join(lines)

@@ -31,7 +31,7 @@ class _Executor:
     class its thresholds were measured on). The worker times every well-formed run; the
     gates drop what a local run would not have timed."""
 
-    def __init__(self, cluster: "Cluster", machine: str):
+    def __init__(self, cluster: Cluster, machine: str):
         self.cluster, self.machine = cluster, machine
 
     def send(self, task: RunTask) -> None:
@@ -40,8 +40,10 @@ class _Executor:
     def __call__(self, task: RunTask, workspace: Path, time_it) -> Execution:
         done = self.cluster.take(task, self.machine)
         if done.worker and done.machine != self.machine:  # a worker whose resource lies
-            raise ClusterError(f"{task.case_id}[{task.library}] was timed on a {done.machine} worker "
-                               f"({done.worker}), but its thresholds are for {self.machine}")
+            raise ClusterError(
+                f"{task.case_id}[{task.library}] was timed on a {done.machine} worker "
+                f"({done.worker}), but its thresholds are for {self.machine}"
+            )
         return done
 
 
@@ -84,8 +86,10 @@ class Cluster:
         crowded = [w.address for w in self.workers if w.threads != 1]
         if crowded:
             self.close()
-            raise ClusterError(f"--pde-cluster {address}: workers {', '.join(crowded)} run more than one task at "
-                               "a time, so timed runs would share cores; start them with `dask worker --nthreads 1`")
+            raise ClusterError(
+                f"--pde-cluster {address}: workers {', '.join(crowded)} run more than one task at "
+                "a time, so timed runs would share cores; start them with `dask worker --nthreads 1`"
+            )
         self._note_interrupts()
 
     def _note_interrupts(self) -> None:
@@ -99,6 +103,7 @@ class Cluster:
         for signum in (signal.SIGINT, signal.SIGTERM):
             handler = signal.getsignal(signum)
             if callable(handler):
+
                 def note(number, frame, handler=handler):
                     self.interrupted = True
                     return handler(number, frame)
@@ -129,8 +134,10 @@ class Cluster:
             reports = [w.runtimes.get(library, {}) for w in self.workers]
             present = {(r["version"], r["image"]) for r in reports if "missing" not in r}
             if len(present) > 1:
-                raise ClusterError(f"the cluster's workers run different {library} runtimes ({sorted(present, key=str)}):"
-                                   " one run must time one runtime")
+                raise ClusterError(
+                    f"the cluster's workers run different {library} runtimes ({sorted(present, key=str)}):"
+                    " one run must time one runtime"
+                )
             if present:
                 version, image = present.pop()
                 found.append((library, version, image, None))
@@ -139,9 +146,12 @@ class Cluster:
         return tuple(found)
 
     def metadata(self) -> dict:
-        return {"address": self.address,
-                "workers": [{"address": w.address, "host": w.host, "machine": w.machine, "core": w.core}
-                            for w in self.workers]}
+        return {
+            "address": self.address,
+            "workers": [
+                {"address": w.address, "host": w.host, "machine": w.machine, "core": w.core} for w in self.workers
+            ],
+        }
 
     @staticmethod
     def _key(task: RunTask, machine: str) -> tuple:
@@ -149,8 +159,14 @@ class Cluster:
 
     def submit(self, task: RunTask, machine: str) -> None:
         """Send a task ahead of its item (the item collects it when its turn comes)."""
-        future = self.client.submit(run_on_worker, task, self.owner, resources={machine_resource(machine): 1}, pure=False,
-                                    key=f"pdebench-{task.library}-{task.case_id}-{os.urandom(4).hex()}")
+        future = self.client.submit(
+            run_on_worker,
+            task,
+            self.owner,
+            resources={machine_resource(machine): 1},
+            pure=False,
+            key=f"pdebench-{task.library}-{task.case_id}-{os.urandom(4).hex()}",
+        )
         with self._lock:
             self.pending[self._key(task, machine)] = (task, future)
 
@@ -166,7 +182,7 @@ class Cluster:
         with self._lock:
             return len(self.pending)
 
-    def executor(self, machine: str) -> "_Executor":
+    def executor(self, machine: str) -> _Executor:
         """The ``evaluation.Executor`` of items whose runs go to workers of ``machine``."""
         return _Executor(self, machine)
 

@@ -91,8 +91,14 @@ def worker_facts(libraries: list[str], sandbox: str, images: dict, dask_worker=N
         except RuntimeMissing as exc:
             runtimes[library] = {"missing": str(exc)}
     pin = dask_worker.plugins.get(RunSite.name)
-    return {"address": dask_worker.address, "host": os.uname().nodename, "machine": machine_key(),
-            "threads": dask_worker.state.nthreads, "runtimes": runtimes, "core": getattr(pin, "core", None)}
+    return {
+        "address": dask_worker.address,
+        "host": os.uname().nodename,
+        "machine": machine_key(),
+        "threads": dask_worker.state.nthreads,
+        "runtimes": runtimes,
+        "core": getattr(pin, "core", None),
+    }
 
 
 def run_on_worker(task: RunTask, owner: str) -> Execution:

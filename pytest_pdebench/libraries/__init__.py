@@ -117,8 +117,9 @@ class Track:
     install_hint = ""
     binary_outputs = False  # may write solution_grid.bin / <name>.bin instead of solution.npz
 
-    def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
-              limits) -> BuildResult | None:
+    def build(
+        self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend, limits
+    ) -> BuildResult | None:
         """Compile the submission once per item (None: nothing to build)."""
         return None
 
@@ -235,8 +236,7 @@ class PythonTrack(Track):
             info = probe_python(image, python, self.probe_modules, self.version_expr)
         except ContainerError as exc:
             raise RuntimeMissing(f"{self.name} runtime not usable in image {image[:19]}: {exc}") from None
-        return Runtime(self.name, info["version"], python, (), {**env_in(labels), **self.extra_env(info)},
-                       image=image)
+        return Runtime(self.name, info["version"], python, (), {**env_in(labels), **self.extra_env(info)}, image=image)
 
     def extra_env(self, info: dict) -> dict[str, str]:
         return {}
@@ -257,19 +257,20 @@ class PythonTrack(Track):
             **runtime.env,
         }
         argv = [runtime.python, "-I", "{harness}/runner.py", solver_name, self.preload]
-        return RunRequest(argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits,
-                          image=runtime.image)
+        return RunRequest(
+            argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits, image=runtime.image
+        )
 
 
 def _tracks() -> dict[str, Track]:
+    from .dealii import DealiiTrack
     from .dolfinx import DolfinxTrack
     from .firedrake import FiredrakeTrack
-    from .dealii import DealiiTrack
 
     return {track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_track(name: str) -> Track:
     tracks = _tracks()
     if name not in tracks:
@@ -277,7 +278,7 @@ def get_track(name: str) -> Track:
     return tracks[name]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect_runtime(name: str, sandbox: str = "bubblewrap", image: str | None = None) -> Runtime:
     """The track's runtime, probed once per process; raises RuntimeMissing. In the docker
     sandbox it is the one inside the track's image (``image``: another image than the

@@ -25,18 +25,27 @@ from ..containers import ContainerError, probe
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
 from . import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
-from .cxx_toolchain import (COMPILE_TIMEOUT_SEC, CXX_SOURCE_SUFFIXES, Toolchain, ToolchainError, first_errors,
-                            image_toolchain, load_toolchain)
+from .cxx_toolchain import (
+    COMPILE_TIMEOUT_SEC,
+    CXX_SOURCE_SUFFIXES,
+    Toolchain,
+    ToolchainError,
+    first_errors,
+    image_toolchain,
+    load_toolchain,
+)
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # runs the standard-library runner that exec()s the program
 EXECUTABLE = "solver"
 IMAGE_TOOLCHAIN = "/opt/pdebench/toolchain"  # where containers/dealii prepares flags and PCH
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _image_toolchain(image: str) -> Toolchain:
     data = json.loads(probe(image, ["cat", f"{IMAGE_TOOLCHAIN}/toolchain.json"]))
-    return image_toolchain(data, IMAGE_TOOLCHAIN, cache_root() / f"dealii-binaries-{image.removeprefix('sha256:')[:12]}")
+    return image_toolchain(
+        data, IMAGE_TOOLCHAIN, cache_root() / f"dealii-binaries-{image.removeprefix('sha256:')[:12]}"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,9 +80,11 @@ class DealiiTrack(Track):
     name = "dealii"
     suffixes = (".cpp", ".cc")
     binary_outputs = True
-    install_hint = ("Install deal.II 9.4 and its build tools with `apt-get install --no-install-recommends "
-                    "libdeal.ii-dev libblas3 liblapack3 cmake g++ make nlohmann-json3-dev gmsh lld` (Debian 12; about a "
-                    "minute, 2 GB), or run `make setup`.")
+    install_hint = (
+        "Install deal.II 9.4 and its build tools with `apt-get install --no-install-recommends "
+        "libdeal.ii-dev libblas3 liblapack3 cmake g++ make nlohmann-json3-dev gmsh lld` (Debian 12; about a "
+        "minute, 2 GB), or run `make setup`."
+    )
 
     def detect(self) -> Runtime:
         try:
@@ -84,21 +95,24 @@ class DealiiTrack(Track):
             raise RuntimeMissing(f"{SYSTEM_PYTHON} is missing (the deal.II runner needs it)")
         missing = [d for d in REFERENCE_BLAS_DIRS if not next(Path(d).glob("lib*.so.3"), None)]
         if missing:
-            raise RuntimeMissing(f"the reference BLAS/LAPACK the deal.II track runs with is missing ({', '.join(missing)}):"
-                                 " `apt-get install libblas3 liblapack3`")
+            raise RuntimeMissing(
+                f"the reference BLAS/LAPACK the deal.II track runs with is missing ({', '.join(missing)}):"
+                " `apt-get install libblas3 liblapack3`"
+            )
         return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
         try:
             toolchain = _image_toolchain(image)
         except (ContainerError, ValueError, KeyError) as exc:
-            raise RuntimeMissing(f"no deal.II toolchain in image {image[:19]} ({exc}): build it with "
-                                 "`pdebench containers build dealii`") from None
-        return Runtime(self.name, toolchain.dealii, labels.get("org.pdebench.python") or SYSTEM_PYTHON, (),
-                       image=image)
+            raise RuntimeMissing(
+                f"no deal.II toolchain in image {image[:19]} ({exc}): build it with `pdebench containers build dealii`"
+            ) from None
+        return Runtime(self.name, toolchain.dealii, labels.get("org.pdebench.python") or SYSTEM_PYTHON, (), image=image)
 
-    def build(self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend,
-              limits: Limits) -> BuildResult:
+    def build(
+        self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend, limits: Limits
+    ) -> BuildResult:
         toolchain = toolchain_for(runtime)
         key = toolchain.binary_key(files)
         cached = toolchain.cached_binary(key)
@@ -112,15 +126,22 @@ class DealiiTrack(Track):
         attempts = [True, False] if use_pch else [False]
         started = time.perf_counter()
         for with_pch in attempts:
-            request = RunRequest(toolchain.compile_command(sources, EXECUTABLE, with_pch), build_dir,
-                                 build_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], compile_limits,
-                                 image=runtime.image)
+            request = RunRequest(
+                toolchain.compile_command(sources, EXECUTABLE, with_pch),
+                build_dir,
+                build_dir,
+                self.sandbox_env(),
+                [Path(p) for p in runtime.read_only],
+                compile_limits,
+                image=runtime.image,
+            )
             result = backend.run(request)
             log = result.stdout + result.stderr
             if result.returncode == 0 and regular_file_or_none(build_dir / EXECUTABLE):  # never a link
                 toolchain.store_binary(key, build_dir / EXECUTABLE)
-                return BuildResult(build_dir / EXECUTABLE, time.perf_counter() - started, cached=False,
-                                   used_pch=with_pch, log=log)
+                return BuildResult(
+                    build_dir / EXECUTABLE, time.perf_counter() - started, cached=False, used_pch=with_pch, log=log
+                )
             if result.timed_out:
                 break  # without the PCH it would only be slower
         elapsed = time.perf_counter() - started
@@ -143,5 +164,12 @@ class DealiiTrack(Track):
 
     def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
         argv = [runtime.python, "-I", "{harness}/runner.py", "--exec", f"./{EXECUTABLE}", "case_spec.json", "."]
-        return RunRequest(argv, workdir, cache_dir, self.sandbox_env(), [Path(p) for p in runtime.read_only], limits,
-                          image=runtime.image)
+        return RunRequest(
+            argv,
+            workdir,
+            cache_dir,
+            self.sandbox_env(),
+            [Path(p) for p in runtime.read_only],
+            limits,
+            image=runtime.image,
+        )

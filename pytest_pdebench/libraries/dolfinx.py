@@ -22,8 +22,10 @@ class DolfinxTrack(PythonTrack):
     # what imports without initialising MPI (petsc4py, so dolfinx, initialises it at import)
     zygote_preload = "mpi4py.MPI,numpy,ufl,basix,basix.ufl,ffcx,ffcx.codegeneration.jit,cffi"
     defer_mpi = True
-    kernel_rules = (KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
-                    KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"))
+    kernel_rules = (
+        KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
+        KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"),
+    )
     # measured: a gated run of the oracle adds at most N files, M MB (README, threat model)
     kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
     shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items

@@ -26,11 +26,33 @@ _ENTRY = r"[0-9a-f]{2}/[0-9a-f]{30}"
 KERNEL_RULES = (
     KernelRule(rf"pyop2/{_ENTRY}\.so", "elf"),
     KernelRule(rf"pyop2/{_ENTRY}\.pickle", "pickle", max_bytes=4 << 20),
-    KernelRule(rf"tsfc/{_ENTRY}\.pickle", "pickle", max_bytes=4 << 20,
-               pickle_top=("firedrake.tsfc_interface.SplitKernel", "tsfc.kernel_interface.firedrake_loopy.Kernel",
-                           "tsfc.kernel_interface.firedrake_loopy.ExpressionKernel"),
-               pickle_roots=("firedrake", "tsfc", "pyop2", "loopy", "pymbolic", "islpy", "pytools", "numpy",
-                             "constantdict", "immutabledict", "gem", "finat", "FIAT", "ufl", "builtins")),
+    KernelRule(
+        rf"tsfc/{_ENTRY}\.pickle",
+        "pickle",
+        max_bytes=4 << 20,
+        pickle_top=(
+            "firedrake.tsfc_interface.SplitKernel",
+            "tsfc.kernel_interface.firedrake_loopy.Kernel",
+            "tsfc.kernel_interface.firedrake_loopy.ExpressionKernel",
+        ),
+        pickle_roots=(
+            "firedrake",
+            "tsfc",
+            "pyop2",
+            "loopy",
+            "pymbolic",
+            "islpy",
+            "pytools",
+            "numpy",
+            "constantdict",
+            "immutabledict",
+            "gem",
+            "finat",
+            "FIAT",
+            "ufl",
+            "builtins",
+        ),
+    ),
 )
 PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
 
@@ -63,18 +85,19 @@ class FiredrakeTrack(PythonTrack):
     # (pyop2 and tsfc do), and no more (tests/test_warm_imports.py). Not loopy: its import
     # opens sqlite caches under $XDG_CACHE_HOME, files the zygote would create outside the
     # sandbox and descriptors its forks would not have.
-    zygote_preload = ("mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pymbolic,islpy,h5py,sympy,pyadjoint,"
-                      "petsc4py")
+    zygote_preload = "mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pymbolic,islpy,h5py,sympy,pyadjoint,petsc4py"
     defer_mpi = True
     kernel_rules = KERNEL_RULES
     # not measured here (no Firedrake runtime in CI): a first run compiles a kernel per
     # parallel loop and form, so room for many
     kernel_files_per_run, kernel_bytes_per_run = 1024, 128 << 20
     shares_kernels = True
-    install_hint = ("Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
-                    "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
-                    "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
-                    "that imports firedrake.")
+    install_hint = (
+        "Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
+        "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
+        "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
+        "that imports firedrake."
+    )
 
     def python_path(self) -> str:
         python = os.environ.get(self.python_env_var) or provisioned_python()

@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass
 
 from .registry import ModelSpec
 
-SYSTEM_MESSAGE = ("You write complete, runnable finite element solvers. Answer with the whole program in one "
-                  "fenced code block.")
+SYSTEM_MESSAGE = (
+    "You write complete, runnable finite element solvers. Answer with the whole program in one fenced code block."
+)
 MAX_RETRY_AFTER = 60.0
 
 
@@ -42,8 +43,10 @@ class Completion:
 
 
 def request_body(spec: ModelSpec, prompt: str, max_tokens: int | None) -> dict:
-    body = {"model": spec.model, "messages": [{"role": "system", "content": SYSTEM_MESSAGE},
-                                              {"role": "user", "content": prompt}]}
+    body = {
+        "model": spec.model,
+        "messages": [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}],
+    }
     if spec.temperature is not None:
         body["temperature"] = spec.temperature
     if max_tokens:
@@ -56,8 +59,15 @@ def sha256_json(value) -> str:
 
 
 class ModelClient:
-    def __init__(self, spec: ModelSpec, key: str, timeout: float = 600.0, retries: int = 5, backoff: float = 2.0,
-                 max_tokens: int | None = None):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        key: str,
+        timeout: float = 600.0,
+        retries: int = 5,
+        backoff: float = 2.0,
+        max_tokens: int | None = None,
+    ):
         import openai
 
         self.spec, self.retries, self.backoff, self.max_tokens = spec, retries, backoff, max_tokens
@@ -72,8 +82,12 @@ class ModelClient:
             try:
                 response = self.client.chat.completions.create(**body)
                 break
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as exc:
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+            ) as exc:
                 if attempt == self.retries:
                     raise ModelCallFailed(f"{type(exc).__name__} after {attempt + 1} tries: {exc}") from None
                 time.sleep(self._delay(exc, attempt))
@@ -83,11 +97,15 @@ class ModelClient:
         text = (choice.message.content or "") if choice else ""
         usage = response.usage
         return Completion(
-            text=text, model=response.model or self.spec.model,
-            input_tokens=getattr(usage, "prompt_tokens", 0) or 0, output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            text=text,
+            model=response.model or self.spec.model,
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
             finish_reason=choice.finish_reason if choice else None,
-            request_sha256=sha256_json(body), response_sha256=hashlib.sha256(text.encode()).hexdigest(),
-            retries=attempt, seconds=round(time.monotonic() - started, 3),
+            request_sha256=sha256_json(body),
+            response_sha256=hashlib.sha256(text.encode()).hexdigest(),
+            retries=attempt,
+            seconds=round(time.monotonic() - started, 3),
             created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
 
@@ -97,4 +115,4 @@ class ModelClient:
         try:
             return min(float(header), MAX_RETRY_AFTER)
         except (TypeError, ValueError):
-            return self.backoff * 2 ** attempt
+            return self.backoff * 2**attempt

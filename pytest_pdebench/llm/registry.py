@@ -51,14 +51,17 @@ def load_registry(extra: str | Path | None = None) -> dict[str, dict]:
         for name, entry in data.get("models", {}).items():
             unknown = set(entry) - FIELDS
             if unknown:
-                raise RegistryError(f"model registry {path}: [models.{name!r}] has unknown keys {sorted(unknown)}; "
-                                    f"allowed: {sorted(FIELDS)}")
+                raise RegistryError(
+                    f"model registry {path}: [models.{name!r}] has unknown keys {sorted(unknown)}; "
+                    f"allowed: {sorted(FIELDS)}"
+                )
             entries[name] = {**entries.get(name, {}), **entry}
     return entries
 
 
-def resolve_model(name: str, base_url: str | None = None, api_key_env: str | None = None,
-                  extra: str | Path | None = None) -> ModelSpec:
+def resolve_model(
+    name: str, base_url: str | None = None, api_key_env: str | None = None, extra: str | Path | None = None
+) -> ModelSpec:
     """The registry entry for ``name``; with ``base_url``, an unknown name is the raw
     model id at that endpoint. ``base_url``/``api_key_env`` override a registry entry."""
     entries = load_registry(extra)
@@ -66,8 +69,10 @@ def resolve_model(name: str, base_url: str | None = None, api_key_env: str | Non
     if not entry:
         if base_url is None:
             known = ", ".join(sorted(entries))
-            raise RegistryError(f"--pde-model: unknown model {name!r}. Known: {known}. For another endpoint pass "
-                                f"--pde-base-url (the name is then the model id there) or add it with --pde-models")
+            raise RegistryError(
+                f"--pde-model: unknown model {name!r}. Known: {known}. For another endpoint pass "
+                f"--pde-base-url (the name is then the model id there) or add it with --pde-models"
+            )
         entry = {"model": name}
     if base_url:
         entry["base_url"] = base_url
@@ -82,6 +87,8 @@ def resolve_model(name: str, base_url: str | None = None, api_key_env: str | Non
 def api_key(spec: ModelSpec) -> str:
     value = os.environ.get(spec.api_key_env, "")
     if not value:
-        raise RegistryError(f"--pde-model={spec.name}: set the API key in ${spec.api_key_env} "
-                            f"(or name another variable with --pde-api-key-env)")
+        raise RegistryError(
+            f"--pde-model={spec.name}: set the API key in ${spec.api_key_env} "
+            f"(or name another variable with --pde-api-key-env)"
+        )
     return value

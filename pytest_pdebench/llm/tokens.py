@@ -17,8 +17,13 @@ from tabulate import tabulate
 from .registry import load_registry, resolve_model
 
 # mean output tokens per single-shot call in the paper's Table 10
-PAPER_OUTPUT_PER_CALL = {"gpt-5.4": 2654991 / 1468, "opus-4.7": 2119274 / 1468, "gemini-3.1-pro": 2036612 / 1468,
-                         "qwen3.6-plus": 2493845 / 1468, "deepseek-v3.2": 3243411 / 1468}
+PAPER_OUTPUT_PER_CALL = {
+    "gpt-5.4": 2654991 / 1468,
+    "opus-4.7": 2119274 / 1468,
+    "gemini-3.1-pro": 2036612 / 1468,
+    "qwen3.6-plus": 2493845 / 1468,
+    "deepseek-v3.2": 3243411 / 1468,
+}
 DEFAULT_OUTPUT_PER_CALL = 2000
 
 
@@ -53,11 +58,26 @@ def run_cost(prompts: Iterable[tuple[str, str]]) -> str:
     for name in load_registry():
         spec = resolve_model(name)
         out_per_call = PAPER_OUTPUT_PER_CALL.get(name, DEFAULT_OUTPUT_PER_CALL)
-        rows.append([name, spec.model, spec.input_usd_per_mtok, spec.output_usd_per_mtok, round(out_per_call),
-                     f"{spec.cost(tokens, 0):.2f}", f"{spec.cost(tokens, round(out_per_call * calls)):.2f}"])
-    per_library_table = tabulate([[library, len(c), sum(c), round(sum(c) / len(c)), min(c), max(c)]
-                                  for library, c in sorted(per_library.items())],
-                                 headers=["library", "calls", "input tokens", "mean", "min", "max"])
-    return (f"prompt tokens ({tokenizer_name()}):\n{per_library_table}\n"
-            f"\nsingle-shot run of {calls} items, output per call from the paper's Table 10:\n"
-            + tabulate(rows, headers=["model", "model id", "$/M in", "$/M out", "out/call", "input $", "total $"]))
+        rows.append(
+            [
+                name,
+                spec.model,
+                spec.input_usd_per_mtok,
+                spec.output_usd_per_mtok,
+                round(out_per_call),
+                f"{spec.cost(tokens, 0):.2f}",
+                f"{spec.cost(tokens, round(out_per_call * calls)):.2f}",
+            ]
+        )
+    per_library_table = tabulate(
+        [
+            [library, len(c), sum(c), round(sum(c) / len(c)), min(c), max(c)]
+            for library, c in sorted(per_library.items())
+        ],
+        headers=["library", "calls", "input tokens", "mean", "min", "max"],
+    )
+    return (
+        f"prompt tokens ({tokenizer_name()}):\n{per_library_table}\n"
+        f"\nsingle-shot run of {calls} items, output per call from the paper's Table 10:\n"
+        + tabulate(rows, headers=["model", "model id", "$/M in", "$/M out", "out/call", "input $", "total $"])
+    )

@@ -26,9 +26,24 @@ from .local import UnsandboxedBackend
 from .processes import abort_live_runs, live_run, owned_by
 from .runs import Limits, RunRequest, RunResult, SandboxError, WarmSpec
 
-__all__ = ["BACKENDS", "BWRAP_INSTALL_HINT", "HARNESS_DIR", "RUNNER", "Backend", "BubblewrapBackend", "Limits",
-           "RunRequest", "RunResult", "SandboxError", "UnsandboxedBackend", "WarmSpec", "abort_live_runs",
-           "get_backend", "live_run", "owned_by"]
+__all__ = [
+    "BACKENDS",
+    "BWRAP_INSTALL_HINT",
+    "HARNESS_DIR",
+    "RUNNER",
+    "Backend",
+    "BubblewrapBackend",
+    "Limits",
+    "RunRequest",
+    "RunResult",
+    "SandboxError",
+    "UnsandboxedBackend",
+    "WarmSpec",
+    "abort_live_runs",
+    "get_backend",
+    "live_run",
+    "owned_by",
+]
 
 
 def _docker_backend() -> Backend:

@@ -45,8 +45,14 @@ class Backend:
         start = time.perf_counter()
         try:
             process = subprocess.Popen(
-                command, cwd=cwd, env=process_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=(write_fd,), preexec_fn=set_limits(request.limits),
+                command,
+                cwd=cwd,
+                env=process_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_fd,),
+                preexec_fn=set_limits(request.limits),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -67,8 +73,9 @@ class Backend:
             thread.join(timeout=10)
         marker.join(timeout=1)
         solve = end - marker.time if marker.time is not None else None
-        result = RunResult(process.returncode, timed_out, end - start, solve, out.text(), err.text(),
-                           marker.window_cpu(marker.total))
+        result = RunResult(
+            process.returncode, timed_out, end - start, solve, out.text(), err.text(), marker.window_cpu(marker.total)
+        )
         self.check_started(result)
         return result
 

@@ -32,10 +32,22 @@ class BubblewrapBackend(Backend):
     def wrap(self, request, argv, env):
         command = [
             self.executable,
-            "--unshare-user", "--uid", "65534", "--gid", "65534",  # no capabilities, even for root
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--clearenv",
-            "--ro-bind", "/usr", "/usr",
+            "--unshare-user",
+            "--uid",
+            "65534",
+            "--gid",
+            "65534",  # no capabilities, even for root
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--ro-bind",
+            "/usr",
+            "/usr",
         ]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             path = Path(top)
@@ -44,11 +56,21 @@ class BubblewrapBackend(Backend):
             elif path.is_dir():
                 command += ["--ro-bind", top, top]
         command += [
-            "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-            "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-            "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",  # CPU topology for hwloc
-            "--dir", "/sys/class/net",
-            "--proc", "/proc", "--dev", "/dev",
+            "--ro-bind-try",
+            "/etc/ld.so.cache",
+            "/etc/ld.so.cache",
+            "--ro-bind-try",
+            "/etc/alternatives",
+            "/etc/alternatives",
+            "--ro-bind-try",
+            "/sys/devices/system/cpu",
+            "/sys/devices/system/cpu",  # CPU topology for hwloc
+            "--dir",
+            "/sys/class/net",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
         ]
         if request.tmp_dir is not None:
             command += ["--bind", str(request.tmp_dir.resolve()), "/tmp"]
@@ -57,16 +79,25 @@ class BubblewrapBackend(Backend):
         for path in dict.fromkeys(Path(p).resolve() for p in request.read_only):
             command += ["--ro-bind", str(path), str(path)]
         command += [
-            *(["--ro-bind", str(request.harness_dir.resolve()), self.harness] if request.harness_dir is not None
-              else ["--ro-bind", str(RUNNER), f"{self.harness}/runner.py"]),
-            "--bind", str(request.workdir.resolve()), self.work,
-            "--bind", str(request.cache_dir.resolve()), self.cache,
+            *(
+                ["--ro-bind", str(request.harness_dir.resolve()), self.harness]
+                if request.harness_dir is not None
+                else ["--ro-bind", str(RUNNER), f"{self.harness}/runner.py"]
+            ),
+            "--bind",
+            str(request.workdir.resolve()),
+            self.work,
+            "--bind",
+            str(request.cache_dir.resolve()),
+            self.cache,
         ]
         if request.kernels is not None:
             command += ["--ro-bind", str(request.kernels.resolve()), self.kernels]
         command += [
-            "--remount-ro", "/",  # bwrap's own root tmpfs: no scratch space outside the mounts
-            "--chdir", self.work,
+            "--remount-ro",
+            "/",  # bwrap's own root tmpfs: no scratch space outside the mounts
+            "--chdir",
+            self.work,
         ]
         for key, value in env.items():
             command += ["--setenv", key, value]

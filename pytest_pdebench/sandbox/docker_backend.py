@@ -91,10 +91,10 @@ class _Attached(threading.Thread):
             return flushed
         self.marker_time = now
         try:
-            self.marker_stamp = float(self._window[at + len(self.token):line_end])
+            self.marker_stamp = float(self._window[at + len(self.token) : line_end])
         except ValueError:
             pass
-        before, after = self._window[:at], self._window[line_end + 1:]
+        before, after = self._window[:at], self._window[line_end + 1 :]
         self._window = b""
         return before + after
 
@@ -110,6 +110,7 @@ class _Attached(threading.Thread):
 def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: int, writable: bool) -> None:
     """Add ``source``'s tree under ``name`` (an empty folder when None), owned by uid;
     read-only folders are root's and mode 0555/0444."""
+
     def info(arcname: str, kind: bytes, size: int = 0, mode: int = 0o755) -> tarfile.TarInfo:
         entry = tarfile.TarInfo(arcname)
         entry.type, entry.size, entry.mtime = kind, size, FROZEN_TIME  # the same in every run
@@ -216,19 +217,32 @@ class DockerBackend(Backend):
         size = limits.file_size_mb * 1024 * 1024
         try:
             container = self.client.containers.create(
-                request.image, argv, environment=env, working_dir=self.work, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+                request.image,
+                argv,
+                environment=env,
+                working_dir=self.work,
+                user=f"{SANDBOX_UID}:{SANDBOX_UID}",
                 network_mode="none",  # podman ignores network_disabled
-                mem_limit=memory, memswap_limit=memory, nano_cpus=int(limits.cpu_count * 1e9), pids_limit=4096,
-                ulimits=[docker.types.Ulimit(name="nofile", soft=20000, hard=20000),  # replaces the defaults
-                         docker.types.Ulimit(name="nproc", soft=4096, hard=4096),
-                         docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 5),
-                         docker.types.Ulimit(name="fsize", soft=size, hard=size),
-                         docker.types.Ulimit(name="core", soft=0, hard=0)],
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
+                mem_limit=memory,
+                memswap_limit=memory,
+                nano_cpus=int(limits.cpu_count * 1e9),
+                pids_limit=4096,
+                ulimits=[
+                    docker.types.Ulimit(name="nofile", soft=20000, hard=20000),  # replaces the defaults
+                    docker.types.Ulimit(name="nproc", soft=4096, hard=4096),
+                    docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 5),
+                    docker.types.Ulimit(name="fsize", soft=size, hard=size),
+                    docker.types.Ulimit(name="core", soft=0, hard=0),
+                ],
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                init=True,
                 hostname="sandbox",  # not the container's id: the same in every run
                 cpuset_cpus=_worker_cores(),
                 labels={LABEL: str(os.getpid()), CASE_LABEL: request.item},  # seen by the engine only
-                stdin_open=False, tty=False)
+                stdin_open=False,
+                tty=False,
+            )
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {request.image} is not there: `pdebench containers build`") from None
         except docker.errors.APIError as exc:
@@ -274,8 +288,7 @@ class DockerBackend(Backend):
             self._copy_out(container, request)
         marker = attached.start_of_window(start)
         solve = end - marker if marker is not None else None
-        return RunResult(code, timed_out, end - start, solve, attached.streams[1].text(),
-                         attached.streams[2].text())
+        return RunResult(code, timed_out, end - start, solve, attached.streams[1].text(), attached.streams[2].text())
 
     def _exit_code(self, container, deadline: float) -> int | None:
         """The container's exit code once it has stopped, or None if it still runs at the

@@ -13,8 +13,12 @@ class UnsandboxedBackend(Backend):
 
     def paths(self, request):
         kernels = str(request.kernels.resolve()) if request.kernels is not None else ""
-        return {"work": str(request.workdir.resolve()), "cache": str(request.cache_dir.resolve()),
-                "kernels": kernels, "harness": str(HARNESS_DIR)}
+        return {
+            "work": str(request.workdir.resolve()),
+            "cache": str(request.cache_dir.resolve()),
+            "kernels": kernels,
+            "harness": str(HARNESS_DIR),
+        }
 
     def wrap(self, request, argv, env):
         return argv, env, str(request.workdir)

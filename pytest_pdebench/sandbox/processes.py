@@ -178,4 +178,5 @@ def set_limits(limits: Limits):
         size = limits.file_size_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
     return apply

@@ -55,11 +55,13 @@ def seccomp_program(arch: int, denied: tuple) -> bytes:
     x86_64) and the ``denied`` calls fail with EPERM; everything else is allowed."""
     load_word, jump_eq, jump_ge, ret = 0x20, 0x15, 0x35, 0x06
     deny, allow = 0x00050000 | EPERM, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
-    program = [_bpf(load_word, 0, 0, 4),  # seccomp_data.arch
-               _bpf(jump_eq, 1, 0, arch),
-               _bpf(ret, 0, 0, deny),
-               _bpf(load_word, 0, 0, 0),  # seccomp_data.nr
-               _bpf(jump_ge, len(denied) + 1, 0, X32_SYSCALL_BIT)]
+    program = [
+        _bpf(load_word, 0, 0, 4),  # seccomp_data.arch
+        _bpf(jump_eq, 1, 0, arch),
+        _bpf(ret, 0, 0, deny),
+        _bpf(load_word, 0, 0, 0),  # seccomp_data.nr
+        _bpf(jump_ge, len(denied) + 1, 0, X32_SYSCALL_BIT),
+    ]
     for index, number in enumerate(denied):
         program.append(_bpf(jump_eq, len(denied) - index, 0, number))
     return b"".join(program + [_bpf(ret, 0, 0, allow), _bpf(ret, 0, 0, deny)])

@@ -90,8 +90,11 @@ class RunResult:
             return f"timed out after {self.wall_sec:.1f} s (killed)"
         if self.returncode == 0:
             return None
-        limit = {"SIGXCPU": "CPU time limit exceeded", "SIGXFSZ": "file size limit exceeded",
-                 "SIGKILL": "killed (out of memory?)"}.get(self.signal_name or "")
+        limit = {
+            "SIGXCPU": "CPU time limit exceeded",
+            "SIGXFSZ": "file size limit exceeded",
+            "SIGKILL": "killed (out of memory?)",
+        }.get(self.signal_name or "")
         if limit:
             return limit
         tail = _last_meaningful_line(self.stderr)
@@ -118,7 +121,7 @@ def _dealii_exception(lines: list[str]) -> str:
     for index, line in enumerate(lines):
         if line.strip() == "Additional information:":
             words = []
-            for follow in lines[index + 1:]:
+            for follow in lines[index + 1 :]:
                 if not follow.strip():
                     break
                 words.append(follow.strip())

@@ -52,8 +52,15 @@ class Zygote:
         self.folder = tempfile.mkdtemp(prefix="pytest-pdebench-zygote-")
         argv = [python, "-I", str(ZYGOTE), *(["--defer-mpi"] if spec.defer_mpi else []), spec.zygote_preload]
         try:
-            self.process = subprocess.Popen(argv, env=env, cwd=self.folder, stdin=theirs, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, start_new_session=True)
+            self.process = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=self.folder,
+                stdin=theirs,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             ours.close()
             raise SandboxError(f"cannot start the warm runner ({python}): {exc}") from exc
@@ -161,8 +168,15 @@ def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]
     info_read, info_write = os.pipe()
     command, host_env = backend.holder_command(request, PLACEHOLDER, info_write)
     try:
-        sandbox = subprocess.Popen(command, env=host_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, pass_fds=(info_write,), start_new_session=True)
+        sandbox = subprocess.Popen(
+            command,
+            env=host_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(info_write,),
+            start_new_session=True,
+        )
     except OSError as exc:
         os.close(info_read)
         raise SandboxError(f"cannot start {command[0]}: {exc}") from exc
@@ -191,9 +205,15 @@ def run(backend, request: RunRequest) -> RunResult:
     spec: WarmSpec = request.warm
     env = backend.environment(request)
     limits = request.limits
-    payload = {"solver": spec.solver, "preload": spec.preload,
-               "limits": {"memory_mb": limits.memory_mb, "cpu_seconds": limits.cpu_seconds,
-                          "file_size_mb": limits.file_size_mb}}
+    payload = {
+        "solver": spec.solver,
+        "preload": spec.preload,
+        "limits": {
+            "memory_mb": limits.memory_mb,
+            "cpu_seconds": limits.cpu_seconds,
+            "file_size_mb": limits.file_size_mb,
+        },
+    }
     with _lock:
         zygote = _zygote_for(request.argv[0], spec, env)
         start = time.perf_counter()
@@ -224,9 +244,17 @@ def run(backend, request: RunRequest) -> RunResult:
     if reply is None:
         raise SandboxError(f"the warm runner died during a run: {zygote.output() or 'no output'}")
     solve = end - marker.time if marker.time is not None else None
-    result = RunResult(reply["returncode"], timed_out, end - start, solve, out.text(), err.text(),
-                       marker.window_cpu(reply.get("cpu_sec")))
+    result = RunResult(
+        reply["returncode"],
+        timed_out,
+        end - start,
+        solve,
+        out.text(),
+        err.text(),
+        marker.window_cpu(reply.get("cpu_sec")),
+    )
     if solve is None and result.stderr.startswith(WARM_FAILURE):
-        raise SandboxError(f"{result.stderr.strip()[:500]}; `--pde-runner=cold` starts a fresh interpreter per run "
-                           "instead")
+        raise SandboxError(
+            f"{result.stderr.strip()[:500]}; `--pde-runner=cold` starts a fresh interpreter per run instead"
+        )
     return result

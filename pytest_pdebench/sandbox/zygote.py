@@ -93,8 +93,7 @@ def _drop_capabilities() -> None:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
     header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: all zero
     _check(_libc.capset(ctypes.byref(header), data), "capset")
@@ -137,8 +136,12 @@ def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
             import mpi4py
             from mpi4py import MPI
 
-            levels = {"single": MPI.THREAD_SINGLE, "funneled": MPI.THREAD_FUNNELED,
-                      "serialized": MPI.THREAD_SERIALIZED, "multiple": MPI.THREAD_MULTIPLE}
+            levels = {
+                "single": MPI.THREAD_SINGLE,
+                "funneled": MPI.THREAD_FUNNELED,
+                "serialized": MPI.THREAD_SERIALIZED,
+                "multiple": MPI.THREAD_MULTIPLE,
+            }
             MPI.Init_thread(levels.get(mpi4py.rc.thread_level, MPI.THREAD_MULTIPLE))
     except BaseException as exc:  # noqa: BLE001 - a run must end here, never return into the zygote's loop
         runner._fail(f"PDEBENCH: the warm runner could not start the run: {exc!r}", 125)

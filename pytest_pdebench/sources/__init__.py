@@ -55,8 +55,9 @@ class Source(Protocol):
     attempts: int
     attempt_folders: bool
 
-    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
-              feedback: Feedback | None) -> Draft: ...
+    def draft(
+        self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None
+    ) -> Draft: ...
 
     def summary(self, history: list[dict]) -> dict | None: ...
 

@@ -9,8 +9,9 @@ Directory layout for ``--pde-submissions=DIR`` (first match wins):
 
 ``<suffix>`` is ``.py`` for DOLFINx and Firedrake, ``.cpp``/``.cc`` for deal.II. Files
 named ``_*.py`` (Python) or ``_*.h``/``_*.hpp`` (C++: header-only helpers, included by the
-solver) beside the chosen solver are helpers and travel with it into the sandbox (for example shared mesh or output code); so do those at the top of DIR, shared
-by every library's solvers (beside the solver wins on a name clash).
+solver) beside the chosen solver are helpers and travel with it into the sandbox (for
+example shared mesh or output code); so do those at the top of DIR, shared by every
+library's solvers (beside the solver wins on a name clash).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from pathlib import Path
 from ..cases import CaseRecord
 from ..libraries import get_track
 from . import Draft, Submission
-
 
 HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp")}
 
@@ -70,8 +70,9 @@ class DirectorySource:
         to a reference, a calibration or a case file would carry the answer into the sandbox."""
         target = path.resolve()
         if not target.is_relative_to(self.directory.resolve()) and target.suffix != path.suffix:
-            raise NoSubmission(f"{path} links to {target}, outside {self.directory} and not a {path.suffix} "
-                               f"file: not followed")
+            raise NoSubmission(
+                f"{path} links to {target}, outside {self.directory} and not a {path.suffix} file: not followed"
+            )
         return target.read_bytes()
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
@@ -94,4 +95,3 @@ def oracle_fingerprint(record: CaseRecord, library: str, oracle: Path = ORACLE) 
         return DirectorySource(oracle).submission_for(record, library, get_track(library).suffixes).fingerprint
     except NoSubmission:
         return None
-

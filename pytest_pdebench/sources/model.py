@@ -59,23 +59,43 @@ class ModelSource:
         except ModelCallFailed as exc:
             return Draft(None, reason=f"model call failed: {exc}", audit={"prompt.md": prompt}, final=True)
         cost = self.spec.cost(completion.input_tokens, completion.output_tokens)
-        usage = {"cached": cached, "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                 "cost_usd": cost, "retries": completion.retries, "model": completion.model}
-        record_of_call = {**completion.to_dict(), "text": None, "cost_usd": cost, "cached": cached,
-                          "registry_name": self.spec.name, "attempt": attempt}
-        audit = {"prompt.md": prompt, "response.txt": completion.text,
-                 "llm.json": json.dumps(record_of_call, indent=1) + "\n"}
+        usage = {
+            "cached": cached,
+            "input_tokens": completion.input_tokens,
+            "output_tokens": completion.output_tokens,
+            "cost_usd": cost,
+            "retries": completion.retries,
+            "model": completion.model,
+        }
+        record_of_call = {
+            **completion.to_dict(),
+            "text": None,
+            "cost_usd": cost,
+            "cached": cached,
+            "registry_name": self.spec.name,
+            "attempt": attempt,
+        }
+        audit = {
+            "prompt.md": prompt,
+            "response.txt": completion.text,
+            "llm.json": json.dumps(record_of_call, indent=1) + "\n",
+        }
         code = extract_code(completion.text, "cpp" if library == "dealii" else "python")
         if code is None:
             return Draft(None, reason=NO_CODE, usage=usage, audit=audit)
         solver_name = "solver.cpp" if library == "dealii" else "solver.py"
-        submission = Submission(solver_name, {solver_name: code.encode()}, str(item_dir / f"attempt-{attempt}" / solver_name))
+        submission = Submission(
+            solver_name, {solver_name: code.encode()}, str(item_dir / f"attempt-{attempt}" / solver_name)
+        )
         return Draft(submission, usage=usage, audit=audit)
 
     def summary(self, history: list[dict]) -> dict:
         return {
-            "model": self.spec.name, "model_id": self.spec.model, "base_url": self.spec.base_url,
-            "prompt_mode": self.prompt_mode, "attempts": history,
+            "model": self.spec.name,
+            "model_id": self.spec.model,
+            "base_url": self.spec.base_url,
+            "prompt_mode": self.prompt_mode,
+            "attempts": history,
             "calls": sum(1 for h in history if "cached" in h and not h["cached"]),
             "cache_hits": sum(1 for h in history if h.get("cached")),
             "input_tokens": sum(h.get("input_tokens", 0) for h in history),
@@ -91,8 +111,10 @@ class ModelSource:
         if self.client is None:
             raise NotRun("no cached response for this prompt (--pde-replay runs from the cache only)")
         if self.ledger.exhausted():
-            raise NotRun(f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
-                         f"(--pde-budget); no new model calls")
+            raise NotRun(
+                f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
+                f"(--pde-budget); no new model calls"
+            )
         completion = self.client.complete(prompt)
         self.cache.put(self.spec, prompt, attempt, completion)
         self.ledger.add(self.spec.cost(completion.input_tokens, completion.output_tokens))
@@ -119,8 +141,13 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
         spec = resolve_model(opt.pde_model, opt.pde_base_url, opt.pde_api_key_env, opt.pde_models)
         client = None
         if not opt.pde_replay:
-            client = ModelClient(spec, api_key(spec), timeout=opt.pde_llm_timeout, retries=opt.pde_llm_retries,
-                                 backoff=opt.pde_llm_backoff)
+            client = ModelClient(
+                spec,
+                api_key(spec),
+                timeout=opt.pde_llm_timeout,
+                retries=opt.pde_llm_retries,
+                backoff=opt.pde_llm_backoff,
+            )
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
     if opt.pde_prompt == "template":
@@ -128,8 +155,10 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
 
         wanted = [name for value in (opt.pde_library or []) for name in value.split(",") if name.strip()]
         if not wanted or set(wanted) - set(SUPPORTED):
-            raise pytest.UsageError(f"--pde-prompt=template has scaffolds for {', '.join(SUPPORTED)} only: pass "
-                                    f"--pde-library={SUPPORTED[0]}")
+            raise pytest.UsageError(
+                f"--pde-prompt=template has scaffolds for {', '.join(SUPPORTED)} only: pass "
+                f"--pde-library={SUPPORTED[0]}"
+            )
     reports = rootdir / "reports"
     cache = ResponseCache(Path(opt.pde_llm_cache) if opt.pde_llm_cache else reports / "llm-cache")
     ledger = SpendLedger(cache.directory / f"spend-{spec.slug}.json", opt.pde_budget)
@@ -140,5 +169,12 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
         if opt.pde_replay:
             raise pytest.UsageError("--pde-replay replays single completions: agents are not cached")
         return agent_source(opt, spec, api_key(spec), ledger, settings, guides if guides.is_dir() else None)
-    return ModelSource(spec, cache, ledger, client, attempts=opt.pde_attempts, prompt_mode=opt.pde_prompt,
-                       guides_dir=guides if guides.is_dir() else None)
+    return ModelSource(
+        spec,
+        cache,
+        ledger,
+        client,
+        attempts=opt.pde_attempts,
+        prompt_mode=opt.pde_prompt,
+        guides_dir=guides if guides.is_dir() else None,
+    )

@@ -127,6 +127,7 @@ def docker_machine(image: str) -> str:
 
 # ---- Case records and calibrations ----
 
+
 @functools.lru_cache(maxsize=1)
 def starter_records() -> dict[str, dict]:
     """The smoke suite's records as JSON data, by id (read once; copy before changing one)."""
@@ -152,8 +153,9 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def write_calibration(directory: Path, library: str, records: list[dict], e_base: float, t_base: float,
-                      machine: str | None = None) -> Path:
+def write_calibration(
+    directory: Path, library: str, records: list[dict], e_base: float, t_base: float, machine: str | None = None
+) -> Path:
     """A calibration file for this machine (or the given calibration key) covering the given records."""
     from ..cases import CaseRecord
 
@@ -169,15 +171,31 @@ def write_calibration(directory: Path, library: str, records: list[dict], e_base
 
 # one case per family the DOLFINx track supports, the quickest baseline of each (calibration
 # mode: a baseline is measured, so nothing depends on a calibration of the runtime)
-DOLFINX_CASES = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037",
-                 "biharmonic_plate_unit_square_035", "elasticity_nu045_unit_square_noexact_003",
-                 "heat_short_unit_square_noexact_013", "cd_high_pe_unit_square_008", "rd_linear_t_junction_016",
-                 "stokes_nu1_unit_square_002", "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026",
-                 "wave_c1_t_junction_027"]
+DOLFINX_CASES = [
+    "poisson_constant_kappa_unit_square_noexact_008",
+    "helmholtz_k2_star_037",
+    "biharmonic_plate_unit_square_035",
+    "elasticity_nu045_unit_square_noexact_003",
+    "heat_short_unit_square_noexact_013",
+    "cd_high_pe_unit_square_008",
+    "rd_linear_t_junction_016",
+    "stokes_nu1_unit_square_002",
+    "ns_re10_unit_square_noexact_000",
+    "burgers_nu005_star_026",
+    "wave_c1_t_junction_027",
+]
 
 
-def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: float = 1e-4, t_base: float = 5.0,
-              nx: int = 20, ny: int = 20, machine: str | None = None) -> tuple[Path, Path]:
+def toy_cases(
+    tmp_path: Path,
+    library: str,
+    solvers: dict[str, str],
+    e_base: float = 1e-4,
+    t_base: float = 5.0,
+    nx: int = 20,
+    ny: int = 20,
+    machine: str | None = None,
+) -> tuple[Path, Path]:
     """One poisson_basic copy per solver (its id is the solver's key), calibrated with the
     given baseline (under ``machine``'s key if given); returns (case file, submissions folder)."""
     records = [record_dict(new_id=case_id, nx=nx, ny=ny) for case_id in solvers]
@@ -193,26 +211,59 @@ def toy_cases(tmp_path: Path, library: str, solvers: dict[str, str], e_base: flo
 
 # ---- pytest runs in a subprocess ----
 
-def run_track(tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, timeout: float = 900,
-              launcher: tuple[str, ...] = ()):
+
+def run_track(
+    tmp_path: Path,
+    library: str,
+    cases: Path,
+    submissions: Path,
+    *extra: str,
+    timeout: float = 900,
+    launcher: tuple[str, ...] = (),
+):
     """pytest in a subprocess over a case file and a solver folder on one track, with a
     JSON report; returns (completed process, case_id -> verdict). ``launcher``: the
     command that starts Python instead of sys.executable (it gets ``-m pytest ...``)."""
     report = tmp_path / f"report-{library}.json"
     if not any(arg.startswith("--pde-runs") for arg in extra):
         extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
-    done = subprocess.run([*(launcher or [sys.executable]), "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}",
-                           f"--pde-cases={cases}", f"--pde-submissions={submissions}",
-                           f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}",
-                           *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [
+            *(launcher or [sys.executable]),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--pde-library={library}",
+            f"--pde-cases={cases}",
+            f"--pde-submissions={submissions}",
+            f"--pde-output={tmp_path / 'out'}",
+            "--json-report",
+            f"--json-report-file={report}",
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return done, (outcomes_from_report(report) if report.exists() else {})
 
 
 def assert_oracle_passes(tmp_path: Path, library: str, case_ids: list[str], max_error: float) -> None:
     """The bundled oracle on these suite cases (calibration mode): every one PASS, with a
     usable baseline below max_error and a converged solver."""
-    done, outcomes = run_track(tmp_path, library, REPO / "cases", ORACLE, "--pde-calibrate", "--pde-runs=1",
-                               f"--pde-calibrations={tmp_path / 'calibrations'}", "-k", " or ".join(case_ids))
+    done, outcomes = run_track(
+        tmp_path,
+        library,
+        REPO / "cases",
+        ORACLE,
+        "--pde-calibrate",
+        "--pde-runs=1",
+        f"--pde-calibrations={tmp_path / 'calibrations'}",
+        "-k",
+        " or ".join(case_ids),
+    )
     assert sorted(outcomes) == sorted(case_ids), done.stdout[-3000:]
     for case_id, verdict in outcomes.items():
         assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
@@ -227,6 +278,7 @@ def outcomes_from_report(path: Path) -> dict[str, dict]:
 
 
 # ---- Sockets and processes ----
+
 
 def processes_with(marker: str) -> list[int]:
     """Processes whose command line holds the marker (to prove a timeout left none)."""

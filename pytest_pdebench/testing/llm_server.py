@@ -40,7 +40,10 @@ def fenced(code: str) -> str:
 
 
 DONE = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-TRY = "python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))['case_spec'])\" && ls solution.npz"
+TRY = (
+    "python3 -c \"import json, solver; solver.solve(json.load(open('case_spec.json'))['case_spec'])\""
+    " && ls solution.npz"
+)
 
 
 def heredoc(name: str, text: str) -> str:
@@ -51,28 +54,44 @@ def heredoc(name: str, text: str) -> str:
 AGENT_SCRIPTS = {
     "agent-correct": [heredoc("solver.py", CORRECT), TRY, DONE],
     # a correct run leaves solution.npz in the folder; then a solver that writes nothing
-    "agent-stale-output": [heredoc("solver.py", CORRECT), TRY, heredoc("solver.py", "def solve(case_spec):\n    pass\n"),
-                           DONE],
+    "agent-stale-output": [
+        heredoc("solver.py", CORRECT),
+        TRY,
+        heredoc("solver.py", "def solve(case_spec):\n    pass\n"),
+        DONE,
+    ],
     # solve in the folder, then leave a solver that only writes the stored result
-    "agent-embed": [heredoc("solver.py", CORRECT), TRY, "python3 - <<'PY'\nimport base64\n"
-                    "blob = base64.b64encode(open('solution.npz', 'rb').read()).decode()\n"
-                    "open('solver.py', 'w').write('import base64, json\\ndef solve(case_spec):\\n'\n"
-                    "    f'    open(\"solution.npz\", \"wb\").write(base64.b64decode(\"{blob}\"))\\n'\n"
-                    "    '    json.dump(dict(wall_time_sec=0.0, status=\"ok\"), open(\"meta.json\", \"w\"))\\n')\nPY", DONE],
-    "agent-network": ["python3 -c \"import urllib.request; urllib.request.urlopen('http://93.184.215.14', timeout=3)\"; "
-                      "echo exit=$?", DONE],
+    "agent-embed": [
+        heredoc("solver.py", CORRECT),
+        TRY,
+        "python3 - <<'PY'\nimport base64\n"
+        "blob = base64.b64encode(open('solution.npz', 'rb').read()).decode()\n"
+        "open('solver.py', 'w').write('import base64, json\\ndef solve(case_spec):\\n'\n"
+        '    f\'    open("solution.npz", "wb").write(base64.b64decode("{blob}"))\\n\'\n'
+        '    \'    json.dump(dict(wall_time_sec=0.0, status="ok"), open("meta.json", "w"))\\n\')\nPY',
+        DONE,
+    ],
+    "agent-network": [
+        "python3 -c \"import urllib.request; urllib.request.urlopen('http://93.184.215.14', timeout=3)\"; echo exit=$?",
+        DONE,
+    ],
     "agent-env": ["env; echo ENV-END", DONE],
     # a correct solver, and a helper that is a link to a host file (the harness reads helpers on the host)
     "agent-link": [heredoc("solver.py", CORRECT), f"ln -s {REPO}/cases/suite.jsonl _cases.py", DONE],
     # evaluator-only files: the calibrations and references of the checkout, any case file
-    "agent-snoop": [f"ls {REPO}/calibrations {REPO}/cases/references; echo snoop=$?; "
-                    "find /work /root /home /tmp /sandbox /opt -name 'suite.jsonl' 2>/dev/null; echo find-done", DONE],
+    "agent-snoop": [
+        f"ls {REPO}/calibrations {REPO}/cases/references; echo snoop=$?; "
+        "find /work /root /home /tmp /sandbox /opt -name 'suite.jsonl' 2>/dev/null; echo find-done",
+        DONE,
+    ],
     "agent-loop": ["echo still thinking"],
     "agent-sleep": ["sleep 60; echo $((40 + 2))-awake", DONE],  # "42-awake" only if it was not stopped
     # attempt 1 leaves a solver that raises; told the verdict, it writes a correct one
-    "agent-repair": lambda messages: ([heredoc("solver.py", CORRECT), DONE]
-                                      if "THE EVALUATOR'S VERDICT" in _first_user(messages)
-                                      else [heredoc("solver.py", RAISES), DONE]),
+    "agent-repair": lambda messages: (
+        [heredoc("solver.py", CORRECT), DONE]
+        if "THE EVALUATOR'S VERDICT" in _first_user(messages)
+        else [heredoc("solver.py", RAISES), DONE]
+    ),
 }
 
 
@@ -91,8 +110,12 @@ def agent_answer(model: str, messages: list[dict]) -> tuple[int, str | None]:
 
 def answer(model: str, prompt: str, seen_before: int) -> tuple[int, str | None]:
     """(HTTP status, answer text) for a request."""
-    correct = ("Here is the plan. A helper first:\n\n" + fenced("print('not the solver')\n")
-               + "\nAnd the solver:\n\n" + fenced(CORRECT))
+    correct = (
+        "Here is the plan. A helper first:\n\n"
+        + fenced("print('not the solver')\n")
+        + "\nAnd the solver:\n\n"
+        + fenced(CORRECT)
+    )
     if model == "scripted-correct":
         return 200, correct
     if model == "scripted-broken":
@@ -134,8 +157,12 @@ class ScriptedServer:
                 prompt = next((m["content"] for m in body.get("messages", []) if m["role"] == "user"), "")
                 with server._lock:
                     seen = sum(1 for r in server.requests if r["model"] == model and r["prompt"] == prompt)
-                    entry = {"model": model, "prompt": prompt, "temperature": body.get("temperature"),
-                             "authorization": self.headers.get("Authorization", "")}
+                    entry = {
+                        "model": model,
+                        "prompt": prompt,
+                        "temperature": body.get("temperature"),
+                        "authorization": self.headers.get("Authorization", ""),
+                    }
                     server.requests.append(entry)
                 if model.startswith("agent-"):
                     status, text = agent_answer(model, body.get("messages", []))
@@ -144,19 +171,31 @@ class ScriptedServer:
                 entry["status"] = status
                 if status != 200:
                     extra = {"Retry-After": "0"} if status == 429 else {}
-                    return self._send(status, {"error": {"message": f"scripted {status}", "type": "scripted"}},
-                                      extra)
-                asked = (sum(len(m.get("content") or "") for m in body.get("messages", []))
-                         if model.startswith("agent-") else len(prompt))
-                usage = {"prompt_tokens": asked // 4, "completion_tokens": len(text) // 4,
-                         "total_tokens": (asked + len(text)) // 4}
+                    return self._send(status, {"error": {"message": f"scripted {status}", "type": "scripted"}}, extra)
+                asked = (
+                    sum(len(m.get("content") or "") for m in body.get("messages", []))
+                    if model.startswith("agent-")
+                    else len(prompt)
+                )
+                usage = {
+                    "prompt_tokens": asked // 4,
+                    "completion_tokens": len(text) // 4,
+                    "total_tokens": (asked + len(text)) // 4,
+                }
                 entry["usage"] = usage
-                self._send(200, {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": usage,
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": model,
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                        "usage": usage,
+                    },
+                )
 
             def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()

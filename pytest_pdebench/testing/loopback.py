@@ -29,17 +29,42 @@ class LoopbackCluster:
 
         def start(name: str, *argv: str, extra_env: dict | None = None):
             with open(logs / f"{name}.log", "w") as log:
-                self.processes.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=log, stderr=log,
-                                                       env={**os.environ, **(env or {}), **(extra_env or {})},
-                                                       start_new_session=True))
+                self.processes.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", *argv],
+                        stdout=log,
+                        stderr=log,
+                        env={**os.environ, **(env or {}), **(extra_env or {})},
+                        start_new_session=True,
+                    )
+                )
 
-        start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-              "--no-dashboard", "--scheduler-file", str(self.scheduler_file))
+        start(
+            "scheduler",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(self.scheduler_file),
+        )
         deadline = time.monotonic() + 60
         while not self.scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        worker = ("distributed.cli.dask_worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
-                  "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(folder / "workers"))
+        worker = (
+            "distributed.cli.dask_worker",
+            "--scheduler-file",
+            str(self.scheduler_file),
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+            "--host",
+            "127.0.0.1",
+            "--local-directory",
+            str(folder / "workers"),
+        )
         if machines:
             workers = len(machines)
             for machine in machines:

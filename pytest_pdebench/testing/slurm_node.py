@@ -62,33 +62,70 @@ class SlurmNode:
             os.chown(path, user.pw_uid, user.pw_gid)
         self.folder.chmod(0o755)
         socket_path = munge / "munge.socket.2"
-        self._spawn("munged", ["runuser", "-u", "munge", "--", "munged", "--foreground", "--force",
-                               f"--socket={socket_path}", f"--key-file={key}", f"--pid-file={munge / 'munged.pid'}",
-                               f"--log-file={munge / 'munged.log'}", f"--seed-file={munge / 'munged.seed'}"])
+        self._spawn(
+            "munged",
+            [
+                "runuser",
+                "-u",
+                "munge",
+                "--",
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={socket_path}",
+                f"--key-file={key}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--log-file={munge / 'munged.log'}",
+                f"--seed-file={munge / 'munged.seed'}",
+            ],
+        )
         self._wait(lambda: socket_path.exists(), timeout, "munged did not open its socket")
         slurm = self.conf.parent
         for name in ("state", "spool"):
             (slurm / name).mkdir(parents=True)
         host = socket.gethostname().split(".")[0]
-        self.conf.write_text("\n".join([
-            "ClusterName=pdebench", f"SlurmctldHost={host}", "SlurmUser=root",
-            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={socket_path}",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
-            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "MpiDefault=none", "ReturnToService=2",
-            f"StateSaveLocation={slurm / 'state'}", f"SlurmdSpoolDir={slurm / 'spool'}",
-            f"SlurmctldPidFile={slurm / 'slurmctld.pid'}", f"SlurmdPidFile={slurm / 'slurmd.pid'}",
-            f"SlurmctldLogFile={slurm / 'slurmctld.log'}", f"SlurmdLogFile={slurm / 'slurmd.log'}",
-            f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
-            f"NodeName={host} CPUs={os.cpu_count()} RealMemory=16000 State=UNKNOWN",
-            f"PartitionName=pdebench Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=pdebench",
+                    f"SlurmctldHost={host}",
+                    "SlurmUser=root",
+                    "AuthType=auth/munge",
+                    "CredType=cred/munge",
+                    f"AuthInfo=socket={socket_path}",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/none",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_Core",
+                    "MpiDefault=none",
+                    "ReturnToService=2",
+                    f"StateSaveLocation={slurm / 'state'}",
+                    f"SlurmdSpoolDir={slurm / 'spool'}",
+                    f"SlurmctldPidFile={slurm / 'slurmctld.pid'}",
+                    f"SlurmdPidFile={slurm / 'slurmd.pid'}",
+                    f"SlurmctldLogFile={slurm / 'slurmctld.log'}",
+                    f"SlurmdLogFile={slurm / 'slurmd.log'}",
+                    f"SlurmctldPort={_free_port()}",
+                    f"SlurmdPort={_free_port()}",
+                    f"NodeName={host} CPUs={os.cpu_count()} RealMemory=16000 State=UNKNOWN",
+                    f"PartitionName=pdebench Nodes={host} Default=YES MaxTime=INFINITE State=UP",
+                    "",
+                ]
+            )
+        )
         self._spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf)])
-        self._wait(lambda: self.state() == "idle", timeout,
-                   f"the node did not come up idle (sinfo: {self.state()!r}); see {slurm}/*.log")
+        self._wait(
+            lambda: self.state() == "idle",
+            timeout,
+            f"the node did not come up idle (sinfo: {self.state()!r}); see {slurm}/*.log",
+        )
 
     def state(self) -> str:
-        done = subprocess.run(["sinfo", "-h", "-o", "%t"], env={**os.environ, **self.env}, capture_output=True,
-                              text=True, timeout=30)
+        done = subprocess.run(
+            ["sinfo", "-h", "-o", "%t"], env={**os.environ, **self.env}, capture_output=True, text=True, timeout=30
+        )
         return done.stdout.strip()
 
     def log(self, name: str) -> str:
@@ -97,8 +134,9 @@ class SlurmNode:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.folder / f"{name}.out", "w") as log:
-            self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=log, env={**os.environ, **self.env},
-                                                    start_new_session=True)
+            self.processes[name] = subprocess.Popen(
+                argv, stdout=log, stderr=log, env={**os.environ, **self.env}, start_new_session=True
+            )
 
     def _wait(self, ready, timeout: float, message: str) -> None:
         deadline = time.monotonic() + timeout
@@ -107,9 +145,14 @@ class SlurmNode:
                 return
             dead = [name for name, process in self.processes.items() if process.poll() is not None]
             if dead:
-                raise RuntimeError(f"{', '.join(dead)} exited: "
-                                   + " | ".join((self.folder / f"{n}.out").read_text()[-500:] for n in dead
-                                                if (self.folder / f"{n}.out").exists()))
+                raise RuntimeError(
+                    f"{', '.join(dead)} exited: "
+                    + " | ".join(
+                        (self.folder / f"{n}.out").read_text()[-500:]
+                        for n in dead
+                        if (self.folder / f"{n}.out").exists()
+                    )
+                )
             time.sleep(0.3)
         raise RuntimeError(message)
 
@@ -117,8 +160,7 @@ class SlurmNode:
         import signal
 
         if "slurmctld" in self.processes:
-            subprocess.run(["scancel", "--user=root"], env={**os.environ, **self.env}, capture_output=True,
-                           timeout=30)
+            subprocess.run(["scancel", "--user=root"], env={**os.environ, **self.env}, capture_output=True, timeout=30)
         for process in reversed(self.processes.values()):
             try:
                 os.killpg(process.pid, signal.SIGTERM)

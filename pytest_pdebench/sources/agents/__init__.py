@@ -44,8 +44,8 @@ _random = random.SystemRandom()  # the trial grid must not be predictable from t
 WORKSPACE = "workspace"
 SOURCE_CAP_BYTES = 4 * 1024 * 1024  # per solver or helper file
 AGENT_CACHE = ".agent-cache"  # the agent's XDG cache (compiled kernels...), per item and run
-SPENT_FILE = ".agent-spent.json"
-DRAFT_FILE = "draft.json"  # what --pde-resume replays: the attempt's solver files, usage and audit  # the item's spending over its attempts (the cost limit is per item)
+SPENT_FILE = ".agent-spent.json"  # the item's spending over its attempts (the cost limit is per item)
+DRAFT_FILE = "draft.json"  # what --pde-resume replays: the attempt's solver files, usage and audit
 
 
 def literal(text: str) -> str:
@@ -82,8 +82,17 @@ class AgentSource:
     name = "agent"
     proxy_on_socket = True  # command agents reach it through the sandbox; mini-swe-agent over loopback TCP
 
-    def __init__(self, spec: ModelSpec, real_key: str, ledger: SpendLedger, settings, *, attempts: int = 1,
-                 limits: AgentLimits = AgentLimits(), guides_dir: Path | None = None):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        real_key: str,
+        ledger: SpendLedger,
+        settings,
+        *,
+        attempts: int = 1,
+        limits: AgentLimits = AgentLimits(),
+        guides_dir: Path | None = None,
+    ):
         self.spec, self._real_key, self.ledger, self.settings = spec, real_key, ledger, settings
         self.attempts, self.limits, self.guides_dir = attempts, limits, guides_dir
 
@@ -100,34 +109,58 @@ class AgentSource:
         raise NotImplementedError
 
     def task_text(self, view: dict, record: CaseRecord, library: str) -> str:
-        return single_shot_prompt(view, record.evaluation_config.timeout_sec, self.guides_dir,
-                                  answer=agent_answer(library))
+        return single_shot_prompt(
+            view, record.evaluation_config.timeout_sec, self.guides_dir, answer=agent_answer(library)
+        )
 
     def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
         """The attempt's draft: the agent's run, or under --pde-resume the stored draft of the
         same attempt (same agent, model, case and feedback), so an interrupted run does not
         pay for finished agents again."""
-        key = hashlib.sha256(json.dumps([self.label, getattr(self, "command", ""), case_fingerprint(record, library),
-                                         attempt, feedback.facts if feedback else None], sort_keys=True,
-                                        default=str).encode()).hexdigest()[:16]
+        key = hashlib.sha256(
+            json.dumps(
+                [
+                    self.label,
+                    getattr(self, "command", ""),
+                    case_fingerprint(record, library),
+                    attempt,
+                    feedback.facts if feedback else None,
+                ],
+                sort_keys=True,
+                default=str,
+            ).encode()
+        ).hexdigest()[:16]
         attempt_dir = item_dir / f"attempt-{attempt}"
         if self.settings.resume:
             stored = _stored_draft(attempt_dir, key)
             if stored is not None:
                 return stored
         draft = self._run_attempt(record, library, item_dir, attempt, feedback)
-        draft.audit[DRAFT_FILE] = json.dumps({
-            "key": key, "reason": draft.reason, "usage": draft.usage, "source_failure": draft.source_failure,
-            "solver": draft.submission.solver_name if draft.submission else None,
-            "files": sorted(draft.submission.files) if draft.submission else [], "audit": sorted(draft.audit),
-        }, indent=1) + "\n"
+        draft.audit[DRAFT_FILE] = (
+            json.dumps(
+                {
+                    "key": key,
+                    "reason": draft.reason,
+                    "usage": draft.usage,
+                    "source_failure": draft.source_failure,
+                    "solver": draft.submission.solver_name if draft.submission else None,
+                    "files": sorted(draft.submission.files) if draft.submission else [],
+                    "audit": sorted(draft.audit),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         return draft
 
-    def _run_attempt(self, record: CaseRecord, library: str, item_dir: Path, attempt: int,
-                     feedback: Feedback | None) -> Draft:
+    def _run_attempt(
+        self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None
+    ) -> Draft:
         if self.ledger.exhausted():  # as for a model: the items after the budget are not run
-            raise NotRun(f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
-                         f"(--pde-budget); no new agent runs")
+            raise NotRun(
+                f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
+                f"(--pde-budget); no new agent runs"
+            )
         workspace = item_dir / WORKSPACE
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
             for stale in (workspace, item_dir / AGENT_CACHE):  # nothing carried over from an earlier run
@@ -150,22 +183,40 @@ class AgentSource:
             socket_path = Path(sockets) / "proxy.sock" if self.proxy_on_socket else None  # limited to 107 bytes
             spent_before = self._spent(item_dir)
             limit = None if self.limits.cost_usd is None else max(self.limits.cost_usd - spent_before, 0.0)
-            with MeteringProxy(self.spec, self._real_key, requests_log, ledger=self.ledger, cost_limit_usd=limit,
-                               unix_path=socket_path) as proxy:
+            with MeteringProxy(
+                self.spec, self._real_key, requests_log, ledger=self.ledger, cost_limit_usd=limit, unix_path=socket_path
+            ) as proxy:
                 end = self.run_agent(workspace, task_file, task, proxy, library)
             meter = proxy.meter.to_dict()
         if proxy.meter.refused and end.status not in ("finished", "refused"):  # it ended on the refusal
             end = AgentEnd("refused", f"{proxy.refusal() or 'model calls refused'} (then: {end.detail})", end.audit)
         self._add_spent(item_dir, meter["cost_usd"])
-        audit = {"task.md": task, **(end.audit or {}),
-                 "agent.json": json.dumps({"agent": self.name, "model": self.spec.name, "status": end.status,
-                                           "detail": end.detail, "seconds": round(time.monotonic() - started, 3),
-                                           "proxy": meter}, indent=1) + "\n"}
+        audit = {
+            "task.md": task,
+            **(end.audit or {}),
+            "agent.json": json.dumps(
+                {
+                    "agent": self.name,
+                    "model": self.spec.name,
+                    "status": end.status,
+                    "detail": end.detail,
+                    "seconds": round(time.monotonic() - started, 3),
+                    "proxy": meter,
+                },
+                indent=1,
+            )
+            + "\n",
+        }
         if requests_log.is_file():
             audit["llm-requests.jsonl"] = requests_log.read_text()
             requests_log.unlink()
-        usage = {"input_tokens": meter["input_tokens"], "output_tokens": meter["output_tokens"],
-                 "cost_usd": meter["cost_usd"], "calls": meter["calls"], "agent_status": end.status}
+        usage = {
+            "input_tokens": meter["input_tokens"],
+            "output_tokens": meter["output_tokens"],
+            "cost_usd": meter["cost_usd"],
+            "calls": meter["calls"],
+            "agent_status": end.status,
+        }
         try:
             submission = _harvest(workspace, solver, item_dir / f"attempt-{attempt}")
         except UnsafeOutput as exc:
@@ -173,17 +224,29 @@ class AgentSource:
         if submission is not None:
             return Draft(submission, usage=usage, audit=audit)
         if end.agent_fault:  # not the solver's fault: counted apart in the report
-            return Draft(None, reason=f"agent {end.status} without leaving {solver.name}: {end.detail}".rstrip(": "),
-                         usage=usage, audit=audit, source_failure=True)
+            return Draft(
+                None,
+                reason=f"agent {end.status} without leaving {solver.name}: {end.detail}".rstrip(": "),
+                usage=usage,
+                audit=audit,
+                source_failure=True,
+            )
         return Draft(None, reason=f"the agent finished without leaving {solver.name}", usage=usage, audit=audit)
 
     def summary(self, history: list[dict]) -> dict:
-        return {"agent": self.name, "model": self.spec.name, "model_id": self.spec.model,
-                "base_url": self.spec.base_url, "prompt_mode": "agent", "attempts": history,
-                "calls": sum(h.get("calls", 0) for h in history), "cache_hits": 0,
-                "input_tokens": sum(h.get("input_tokens", 0) for h in history),
-                "output_tokens": sum(h.get("output_tokens", 0) for h in history),
-                "cost_usd": sum(h.get("cost_usd", 0.0) for h in history)}
+        return {
+            "agent": self.name,
+            "model": self.spec.name,
+            "model_id": self.spec.model,
+            "base_url": self.spec.base_url,
+            "prompt_mode": "agent",
+            "attempts": history,
+            "calls": sum(h.get("calls", 0) for h in history),
+            "cache_hits": 0,
+            "input_tokens": sum(h.get("input_tokens", 0) for h in history),
+            "output_tokens": sum(h.get("output_tokens", 0) for h in history),
+            "cost_usd": sum(h.get("cost_usd", 0.0) for h in history),
+        }
 
     @staticmethod
     def _spent(item_dir: Path) -> float:
@@ -222,8 +285,13 @@ def _stored_draft(attempt_dir: Path, key: str) -> Draft | None:
     if any(content is None for content in files.values()):
         return None
     submission = Submission(stored["solver"], files, str(attempt_dir / stored["solver"])) if files else None
-    return Draft(submission, reason=stored["reason"], usage={**stored["usage"], "resumed": True}, audit=audit,
-                 source_failure=stored["source_failure"])
+    return Draft(
+        submission,
+        reason=stored["reason"],
+        usage={**stored["usage"], "resumed": True},
+        audit=audit,
+        source_failure=stored["source_failure"],
+    )
 
 
 def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | None:
@@ -244,17 +312,24 @@ def agent_source(opt, spec: ModelSpec, real_key: str, ledger: SpendLedger, setti
     """The source of ``--pde-agent`` (a UsageError for settings it cannot honour)."""
     import pytest
 
-    limits = AgentLimits(wall_sec=opt.pde_agent_timeout, steps=opt.pde_agent_steps, cost_usd=opt.pde_agent_cost,
-                         action_sec=opt.pde_agent_action_timeout)
+    limits = AgentLimits(
+        wall_sec=opt.pde_agent_timeout,
+        steps=opt.pde_agent_steps,
+        cost_usd=opt.pde_agent_cost,
+        action_sec=opt.pde_agent_action_timeout,
+    )
     if min(limits.wall_sec, limits.action_sec) <= 0 or limits.steps < 1:
-        raise pytest.UsageError("--pde-agent-timeout, --pde-agent-action-timeout and --pde-agent-steps must be positive")
+        raise pytest.UsageError(
+            "--pde-agent-timeout, --pde-agent-action-timeout and --pde-agent-steps must be positive"
+        )
     common = dict(attempts=opt.pde_attempts, limits=limits, guides_dir=guides_dir)
     if opt.pde_agent == MINI_SWE_AGENT:
         import importlib.util
 
         if importlib.util.find_spec("minisweagent") is None:  # (importing it would print its banner)
-            raise pytest.UsageError("--pde-agent=mini-swe-agent needs the package: "
-                                    "pip install 'pytest-pdebench[agents]'") from None
+            raise pytest.UsageError(
+                "--pde-agent=mini-swe-agent needs the package: pip install 'pytest-pdebench[agents]'"
+            ) from None
         from .mini_swe import MiniSweAgent
 
         return MiniSweAgent(spec, real_key, ledger, settings, **common)

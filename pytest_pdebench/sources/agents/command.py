@@ -54,8 +54,15 @@ class CommandAgent(AgentSource):
         url = f"http://127.0.0.1:{LOOPBACK_PORT}/v1"
         python = runtime.python or "/usr/bin/python3"
         request.argv = [python, str(FORWARDER), proxy.address, str(LOOPBACK_PORT), "/bin/sh", "-c", literal(command)]
-        request.env = {**request.env, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": proxy.token, "LLM_BASE_URL": url,
-                       "LLM_API_KEY": proxy.token, "LLM_MODEL": self.spec.name, "PDEBENCH_TASK": f"{work}/{task_file}"}
+        request.env = {
+            **request.env,
+            "OPENAI_BASE_URL": url,
+            "OPENAI_API_KEY": proxy.token,
+            "LLM_BASE_URL": url,
+            "LLM_API_KEY": proxy.token,
+            "LLM_MODEL": self.spec.name,
+            "PDEBENCH_TASK": f"{work}/{task_file}",
+        }
         request.read_only = [*request.read_only, FORWARDER, Path(proxy.address).parent, *visible]
         result = backend.run(request)
         audit = {"agent-stdout.txt": result.stdout[-LOG_CHARS:], "agent-stderr.txt": result.stderr[-LOG_CHARS:]}
@@ -67,8 +74,11 @@ class CommandAgent(AgentSource):
 
     def _command_line(self, work: str, task_path: str) -> tuple[str, list[Path]]:
         """The command with its placeholders filled, and the host paths it names."""
-        filled = (self.command.replace("{workdir}", work).replace("{prompt_file}", task_path)
-                  .replace("{model}", self.spec.name))
+        filled = (
+            self.command.replace("{workdir}", work)
+            .replace("{prompt_file}", task_path)
+            .replace("{model}", self.spec.name)
+        )
         words, visible = [], []
         for word in shlex.split(filled):
             path = Path(word)

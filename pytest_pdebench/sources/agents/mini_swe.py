@@ -36,8 +36,12 @@ interactive input. To write a file, use a here-document (cat <<'EOF' > file).
 When the task is done, reply with the command `echo {DONE_WORD}` alone; you cannot act
 after it."""
 
-STATUS_OF_EXIT = {"Submitted": "finished", "LimitsExceeded": "step-limit", "TimeExceeded": "timeout",
-                  "RepeatedFormatError": "format-errors"}
+STATUS_OF_EXIT = {
+    "Submitted": "finished",
+    "LimitsExceeded": "step-limit",
+    "TimeExceeded": "timeout",
+    "RepeatedFormatError": "format-errors",
+}
 
 
 class CallsRefused(RuntimeError):
@@ -76,12 +80,16 @@ class SandboxEnvironment:
         result = self.backend.run(request)
         text = result.stdout + result.stderr
         if len(text) > OUTPUT_CHARS:
-            text = text[:OUTPUT_CHARS // 2] + f"\n[... {len(text) - OUTPUT_CHARS} characters cut ...]\n" + \
-                text[-OUTPUT_CHARS // 2:]
-        output = {"output": text, "returncode": result.returncode if not result.timed_out else -1,
-                  "exception_info": ""}
+            text = (
+                text[: OUTPUT_CHARS // 2]
+                + f"\n[... {len(text) - OUTPUT_CHARS} characters cut ...]\n"
+                + text[-OUTPUT_CHARS // 2 :]
+            )
+        output = {"output": text, "returncode": result.returncode if not result.timed_out else -1, "exception_info": ""}
         if result.timed_out:
-            output["exception_info"] = f"the command was stopped after {limits.timeout_sec:g} s (the time limit of one command)"
+            output["exception_info"] = (
+                f"the command was stopped after {limits.timeout_sec:g} s (the time limit of one command)"
+            )
         lines = text.lstrip().splitlines()
         if lines and lines[0].strip() == DONE_WORD and output["returncode"] == 0:
             raise Submitted({"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}})
@@ -91,7 +99,9 @@ class SandboxEnvironment:
         return {**self.config, **kwargs}
 
     def serialize(self) -> dict:
-        return {"info": {"config": {"environment": self.config, "environment_type": "pytest_pdebench.SandboxEnvironment"}}}
+        return {
+            "info": {"config": {"environment": self.config, "environment_type": "pytest_pdebench.SandboxEnvironment"}}
+        }
 
 
 class MiniSweAgent(AgentSource):
@@ -106,6 +116,7 @@ class MiniSweAgent(AgentSource):
         model_kwargs = {"api_base": proxy.address, "api_key": proxy.token}
         if self.spec.temperature is not None:
             model_kwargs["temperature"] = self.spec.temperature
+
         class MeteredModel(LitellmTextbasedModel):
             """Asks the proxy first: a refused call is final (mini-swe-agent would retry it ten times)."""
 
@@ -117,11 +128,19 @@ class MiniSweAgent(AgentSource):
                     raise CallsRefused(refusal)
                 return super().query(messages, **kwargs)
 
-        model = MeteredModel(model_name=f"openai/{self.spec.name}", model_kwargs=model_kwargs,
-                             cost_tracking="ignore_errors")
+        model = MeteredModel(
+            model_name=f"openai/{self.spec.name}", model_kwargs=model_kwargs, cost_tracking="ignore_errors"
+        )
         environment = SandboxEnvironment(self.settings, library, workspace, self.limits.action_sec)
-        agent = DefaultAgent(model, environment, system_template=SYSTEM, instance_template="{{task}}",
-                             step_limit=self.limits.steps, cost_limit=0, wall_time_limit_seconds=int(self.limits.wall_sec))
+        agent = DefaultAgent(
+            model,
+            environment,
+            system_template=SYSTEM,
+            instance_template="{{task}}",
+            step_limit=self.limits.steps,
+            cost_limit=0,
+            wall_time_limit_seconds=int(self.limits.wall_sec),
+        )
         try:
             result = agent.run(task)
             status = STATUS_OF_EXIT.get(result.get("exit_status", ""), "crashed")

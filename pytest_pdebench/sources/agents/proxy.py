@@ -45,8 +45,14 @@ class Meter:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def to_dict(self) -> dict:
-        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": self.cost_usd, "refused": self.refused, "failed": self.failed}
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "refused": self.refused,
+            "failed": self.failed,
+        }
 
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -54,8 +60,17 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
 
 
 class MeteringProxy:
-    def __init__(self, spec: ModelSpec, real_key: str, log_path: Path, *, ledger: SpendLedger | None = None,
-                 cost_limit_usd: float | None = None, unix_path: Path | None = None, timeout_sec: float = 600):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        real_key: str,
+        log_path: Path,
+        *,
+        ledger: SpendLedger | None = None,
+        cost_limit_usd: float | None = None,
+        unix_path: Path | None = None,
+        timeout_sec: float = 600,
+    ):
         self.spec, self._real_key, self.log_path = spec, real_key, Path(log_path)
         self.ledger, self.cost_limit, self.timeout = ledger, cost_limit_usd, timeout_sec
         self.token = "pdebench-item-" + secrets.token_hex(16)
@@ -73,7 +88,7 @@ class MeteringProxy:
             self.address = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "MeteringProxy":
+    def __enter__(self) -> MeteringProxy:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._thread.start()
         return self
@@ -89,7 +104,9 @@ class MeteringProxy:
         if self.cost_limit is not None and self.meter.cost_usd >= self.cost_limit:
             return f"the item's cost limit of ${self.cost_limit:.2f} is reached (${self.meter.cost_usd:.4f} spent)"
         if self.ledger is not None and self.ledger.exhausted():
-            return f"the run's budget is reached (${self.ledger.spent():.2f} of ${self.ledger.budget:.2f}, --pde-budget)"
+            return (
+                f"the run's budget is reached (${self.ledger.spent():.2f} of ${self.ledger.budget:.2f}, --pde-budget)"
+            )
         return None
 
     def forward(self, body: dict) -> tuple[int, bytes, dict]:
@@ -98,8 +115,11 @@ class MeteringProxy:
         if body.get("stream"):  # the usage arrives in the last chunk only if asked for
             body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         request = urllib.request.Request(
-            self.spec.base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(), method="POST",
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._real_key}"})
+            self.spec.base_url.rstrip("/") + "/chat/completions",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._real_key}"},
+        )
         started = time.monotonic()
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -119,9 +139,16 @@ class MeteringProxy:
             self.meter.cost_usd += cost
         if self.ledger is not None and cost:
             self.ledger.add(cost)
-        line = {"time": time.time(), "status": status, "model": self.spec.model, "input_tokens": tokens_in,
-                "output_tokens": tokens_out, "cost_usd": cost, "seconds": round(time.monotonic() - started, 3),
-                "stream": bool(body.get("stream"))}
+        line = {
+            "time": time.time(),
+            "status": status,
+            "model": self.spec.model,
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "cost_usd": cost,
+            "seconds": round(time.monotonic() - started, 3),
+            "stream": bool(body.get("stream")),
+        }
         return status, answer, line
 
     def log(self, line: dict) -> None:
@@ -172,8 +199,12 @@ def _handler_for(proxy: MeteringProxy, tcp: bool):
             if not self._authorised():
                 return self._error(401, "unknown key: use the key in OPENAI_API_KEY")
             if self.path.rstrip("/").endswith("/models"):
-                return self._reply(200, json.dumps({"object": "list", "data": [
-                    {"id": proxy.spec.name, "object": "model", "owned_by": "pdebench"}]}).encode())
+                return self._reply(
+                    200,
+                    json.dumps(
+                        {"object": "list", "data": [{"id": proxy.spec.name, "object": "model", "owned_by": "pdebench"}]}
+                    ).encode(),
+                )
             self._error(404, f"{self.path}: this endpoint serves /v1/chat/completions and /v1/models only")
 
         def do_POST(self) -> None:
@@ -196,7 +227,8 @@ def _handler_for(proxy: MeteringProxy, tcp: bool):
                 return self._error(REFUSED, f"no further model calls: {refusal}")
             status, answer, line = proxy.forward(body)
             proxy.log(line)
-            self._reply(status, answer, "text/event-stream" if body.get("stream") and status == 200
-                        else "application/json")
+            self._reply(
+                status, answer, "text/event-stream" if body.get("stream") and status == 200 else "application/json"
+            )
 
     return Handler
