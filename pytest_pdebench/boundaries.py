@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import sympy as sp
@@ -121,7 +122,7 @@ def _polygon(tag: str, vertices) -> list[Segment]:
 
 
 def _circle(tag: str, spec: dict) -> Arc:
-    return Arc(tag, tuple(map(float, spec["center"])), float(spec["radius"]))
+    return Arc(tag, cast(tuple[float, float], tuple(map(float, spec["center"]))), float(spec["radius"]))
 
 
 def boundary_pieces(geometry: Geometry) -> list:
@@ -176,7 +177,8 @@ def _selected(geometry: Geometry, tags) -> list:
 
 def vanishing_function(geometry: Geometry, tags) -> sp.Expr:
     """A function that is zero on the boundary parts named by ``tags``."""
-    factors, seen = [], []
+    factors: list[sp.Expr] = []
+    seen: list[np.ndarray] = []
     probe = np.random.default_rng(0).uniform(-1, 2, size=(3, 5))
     for piece in _selected(geometry, tags):
         factor = piece.implicit()

@@ -139,7 +139,7 @@ def gear_vertices(center, teeth: int, base_radius: float, tooth_height: float) -
 # ---- templates ----
 
 
-def _circle_param(spec: dict, default_center, default_radius) -> tuple[tuple[float, float], float]:
+def _circle_param(spec: dict | None, default_center, default_radius) -> tuple[tuple[float, float], float]:
     spec = spec or {}
     center = tuple(float(c) for c in spec.get("center", default_center))
     radius = float(spec.get("radius", default_radius))

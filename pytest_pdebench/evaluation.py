@@ -51,7 +51,7 @@ import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -111,7 +111,8 @@ class Settings:
         if self.sandbox != "docker":
             return ""
         try:
-            return "docker-" + self.runtime(library).image.removeprefix("sha256:")[:12]
+            image = cast(str, self.runtime(library).image)  # a container runtime's
+            return "docker-" + image.removeprefix("sha256:")[:12]
         except RuntimeMissing:  # its items skip and say why; no calibration can match meanwhile
             return "docker-unavailable"
 
@@ -377,10 +378,10 @@ class _Judge:
             verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
             verdict.calibration_problem = check_baseline(
                 self.record,
-                verdict.error,
+                cast(float, verdict.error),  # set by the gated run, as the reference norm
                 verdict.t_agent,
                 verdict.solver_info,
-                verdict.reference_norm,
+                cast(float, verdict.reference_norm),
                 self.settings.alphas,
                 calibration_setting(self.record, verdict.library),
             )
@@ -404,7 +405,7 @@ class _Judge:
                         f"window (more than {CORES_FLAG})"
                     )
             if output.solution is None:  # byte for byte the gated run's
-                verdict.timed_errors.append(verdict.error)
+                verdict.timed_errors.append(cast(float, verdict.error))  # set by the gated run
                 verdict.run_difference = verdict.run_difference or 0.0
                 continue
             try:
@@ -431,13 +432,15 @@ class _Judge:
         for failure in (done.compile_failure, done.run_failure, done.output_failure):
             if failure:
                 raise gates.exec_failure(failure)
-        verdict.solver_info = json.loads(done.meta).get("solver_info") or {}
+        # a run without a failure has its outputs
+        solution_bytes, meta_bytes = cast(bytes, done.solution), cast(bytes, done.meta)
+        verdict.solver_info = json.loads(meta_bytes).get("solver_info") or {}
         names = self.record.case_spec.output.arrays
-        solution = gates.read_solution(done.solution, names, self.grid.axis_names, self.grid.shape, self.valid)
+        solution = gates.read_solution(solution_bytes, names, self.grid.axis_names, self.grid.shape, self.valid)
         self.gated_solution = solution
         if item_dir is not None:
-            (item_dir / "solution.npz").write_bytes(done.solution)
-            (item_dir / "meta.json").write_bytes(done.meta)
+            (item_dir / "solution.npz").write_bytes(solution_bytes)
+            (item_dir / "meta.json").write_bytes(meta_bytes)
         valid = self.valid
         verdict.reference_norm = float(np.linalg.norm(self.reference[valid]))
         verdict.error = metrics.relative_l2_error(solution, self.reference, valid)

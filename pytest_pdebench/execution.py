@@ -17,6 +17,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from . import gates
 from .calibration import machine_key
@@ -250,7 +251,7 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
                 return done
         result, workdir = runs.run(harvest_kernels=True)
         done.stdout, done.stderr, done.t_first_run = result.stdout, result.stderr, result.solve_sec
-        done.cache_dropped = runs.harvest.dropped[:20]
+        done.cache_dropped = cast(Harvest, runs.harvest).dropped[:20]  # set by the run above
         done.run_failure = result.failure_reason()
         if done.run_failure:
             return done
@@ -264,9 +265,9 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
         done.timed = True
         for number in range(1, task.runs + 1):
             timed, workdir = runs.run()
-            failure = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
-            if failure:
-                done.timed_failure = f"timed run {number} failed: {failure}"
+            reason = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
+            if reason:
+                done.timed_failure = f"timed run {number} failed: {reason}"
                 break
             try:
                 solution, meta = read_outputs(task, runs.track, workdir)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import sympy as sp
@@ -71,7 +72,7 @@ class ExpressionError(ValueError):
     """An expression in a case record that is not a valid, safe math expression."""
 
 
-def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = (), build: bool = True) -> sp.Expr | None:
+def _convert(node: ast.AST, source: ExpressionLike, allow: tuple[str, ...] = (), build: bool = True) -> sp.Expr | None:
     """The sympy expression of a parsed tree, after the whitelist; ``build=False`` only
     checks the whitelist (cheap: building sympy trees of long boundary data is not)."""
     if isinstance(node, ast.Expression):
@@ -98,7 +99,7 @@ def _convert(node: ast.AST, source: str, allow: tuple[str, ...] = (), build: boo
         operand = _convert(node.operand, source, allow, build)
         if not build:
             return None
-        return -operand if isinstance(node.op, ast.USub) else operand
+        return -cast("sp.Expr", operand) if isinstance(node.op, ast.USub) else operand  # built: not None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         function = FUNCTIONS.get(node.func.id)
         if function is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -14,7 +15,28 @@ from .placement import NoCalibration
 from .reference import ReferenceError
 from .sources import NotRun
 
-PDE_RUN = pytest.StashKey["object"]()
+if TYPE_CHECKING:
+    from .evaluation import Settings, Verdict
+    from .sources import Source
+
+
+class CaseRun(Protocol):
+    """What the items use of the session's run (``session.PdeRun``, a layer above this
+    module: the plugin puts it in the config's stash under PDE_RUN)."""
+
+    config: pytest.Config
+    libraries: tuple[str, ...]
+    source: Source
+    settings: Settings
+    validate: bool
+    static_only: bool
+
+    def calibration_classes(self) -> list[str | None]: ...
+
+    def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict: ...
+
+
+PDE_RUN = pytest.StashKey["CaseRun"]()
 SEEN_IDS = pytest.StashKey[dict]()
 BACKSTOP_MARGIN_SEC = 120
 # a case item's name: case[library], or case[library@machine class] on a cluster of several

@@ -35,8 +35,10 @@ import re
 import stat
 import struct
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from .run_folders import freeze
 
@@ -101,7 +103,7 @@ _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
 def pickle_classes(content: bytes) -> list[str] | None:
     """The dotted names of the classes and functions a pickle refers to, in order; None if
     the bytes are not one complete pickle stream. Read with pickletools: nothing runs."""
-    memo: dict[int, object] = {}
+    memo: dict[object, object] = {}
     strings: list[object] = []
     names: list[str] = []
     end = -1
@@ -118,7 +120,7 @@ def pickle_classes(content: bytes) -> list[str] | None:
             elif op.name == "STACK_GLOBAL":
                 names.append(f"{strings[-2]}.{strings[-1]}" if len(strings) >= 2 else "?")
             elif op.name == "STOP":
-                end = position + 1
+                end = cast(int, position) + 1  # a position is None only for streams that cannot tell
     except (ValueError, IndexError, KeyError):
         return None
     return names if end == len(content) else None
@@ -186,7 +188,7 @@ def is_shared_object(content: bytes) -> bool:
     return covered == len(content)
 
 
-def _open_regular(path: Path, max_bytes: int) -> int | None:
+def _open_regular(path: str | Path, max_bytes: int) -> int | None:
     """A descriptor on ``path`` if it is a regular file (not a link) of at most max_bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -229,7 +231,7 @@ class KernelCache:
     def _stored_modules(self) -> set[str]:
         return self._modules(self._listing())
 
-    def _companion_missing(self, rule: KernelRule, relative: str, modules: set[str]) -> bool:
+    def _companion_missing(self, rule: KernelRule, relative: str, modules: Collection[str | None]) -> bool:
         """A marker whose module has no library: its name would be all it carries."""
         return rule.keep == "empty" and rule.module(relative) not in modules
 
@@ -258,15 +260,15 @@ class KernelCache:
         harvest = Harvest()
         accepted: list[tuple[str, KernelRule, bytes]] = []
         root = str(run_cache)
-        for folder, _subfolders, files in os.walk(root):  # os.walk does not follow links
-            for name in sorted(files):
+        for folder, _subfolders, names in os.walk(root):  # os.walk does not follow links
+            for name in sorted(names):
                 path = os.path.join(folder, name)
                 if stat.S_ISLNK(os.lstat(path).st_mode):
                     continue  # a stored kernel, or a link the run made: never followed
                 relative = os.path.relpath(path, root)
                 rule = _rule_for(self.rules, relative)
                 fd = _open_regular(path, rule.max_bytes) if rule else None  # a FIFO or folder is no kernel
-                if fd is None:
+                if rule is None or fd is None:
                     harvest.note_drop(relative)
                     continue
                 with os.fdopen(fd, "rb") as source:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
@@ -92,17 +92,21 @@ class Placement:
     def _cluster_thresholds(
         self, record: CaseRecord, library: str, fingerprint: str, quiet: bool
     ) -> tuple[ResolvedThresholds, str]:
-        classes = self.cluster.machines()
-        found = [
+        cluster = cast("Cluster", self.cluster)  # plan() comes here only with a cluster
+        classes = cluster.machines()
+        candidates = [
             (self.store_for(machine).thresholds(record, library, self.settings.alphas, fingerprint), machine)
             for machine in classes
         ]
-        found = sorted((entry for entry in found if entry[0] is not None), key=lambda entry: entry[0].foreign_machine)
+        found = sorted(
+            ((thresholds, machine) for thresholds, machine in candidates if thresholds is not None),
+            key=lambda entry: entry[0].foreign_machine,
+        )
         if not found:
             raise NoCalibration(
                 f"no calibration for case {record.id!r} on {library} for the machines of the cluster's workers "
                 f"({', '.join(self.store_for(m).machine_for(library) for m in classes)}): run "
-                f"`pdebench calibrate --library {library} --cluster {self.cluster.address}` first"
+                f"`pdebench calibrate --library {library} --cluster {cluster.address}` first"
             )
         thresholds, machine = found[0]
         if not quiet:

@@ -4,6 +4,7 @@ each concern lives in its own module (see the README's design section)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -11,6 +12,9 @@ from . import items
 from .cases import CONSTRUCTION_METHODS, FAMILIES, LIBRARIES, MATH_TYPES
 from .domains import DOMAIN_TYPES
 from .items import PDE_RUN  # for the hook whose argument is named items
+
+if TYPE_CHECKING:
+    from .session import PdeRun
 
 VERBOSE_WORDS = {
     "PASS": ("passed", ".", "PASS"),
@@ -238,7 +242,7 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_report_header(config: pytest.Config):
-    run = config.stash.get(items.PDE_RUN, None)
+    run = cast("PdeRun | None", config.stash.get(items.PDE_RUN, None))  # what pytest_configure put there
     if run:
         meta = run.session_metadata()
         return [

@@ -33,13 +33,13 @@ def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) 
     component ``<v>_x`` of a vector entry ``<v>``, or a ``*_magnitude``/``*_mag``
     (the Euclidean norm of the vector entry ``u``)."""
     exact = record.evaluation_metadata.manufactured_solution or {}
-    if name in exact and not isinstance(exact[name], list):
-        return expressions.evaluate(exact[name], points, when)
+    if name in exact and not isinstance(entry := exact[name], list):
+        return expressions.evaluate(entry, points, when)
     base, _, suffix = name.rpartition("_")
-    if base in exact and isinstance(exact[base], list) and suffix in COMPONENT_SUFFIXES:
-        return expressions.evaluate(exact[base][COMPONENT_SUFFIXES[suffix]], points, when)
-    if (name.endswith("_magnitude") or name.endswith("_mag")) and isinstance(exact.get("u"), list):
-        return np.linalg.norm(expressions.evaluate_vector(exact["u"], points, when), axis=1)
+    if base in exact and isinstance(vector := exact[base], list) and suffix in COMPONENT_SUFFIXES:
+        return expressions.evaluate(vector[COMPONENT_SUFFIXES[suffix]], points, when)
+    if (name.endswith("_magnitude") or name.endswith("_mag")) and isinstance(u := exact.get("u"), list):
+        return np.linalg.norm(expressions.evaluate_vector(u, points, when), axis=1)
     raise ReferenceError(
         f"case {record.id}: the manufactured solution gives no output array {name!r} (it has {sorted(exact)})"
     )

@@ -15,7 +15,8 @@ def outcome_table(verdicts: Iterable[dict], fmt: str = "simple") -> str:
     by_family: dict[str, Counter] = defaultdict(Counter)
     for verdict in verdicts:
         by_family[verdict["family"]][verdict["outcome"]] += 1
-    rows, total = [], Counter()
+    rows: list[list] = []
+    total: Counter[str] = Counter()
     for family in sorted(by_family):
         counts = by_family[family]
         total.update(counts)

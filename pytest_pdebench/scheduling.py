@@ -57,7 +57,8 @@ class RunAhead:
         while self._next < len(self._queued) and self.cluster.in_flight() < self.cluster.ahead:
             record, library, machine, case_dir = self._queued[self._next]
             self._next += 1
-            draft = self.source.draft(record, library, None, 1, None)
+            # ignore: a prefetchable source (the folder's) needs no item folder, the protocol's a Path
+            draft = self.source.draft(record, library, None, 1, None)  # type: ignore[arg-type]
             if draft.submission is None:
                 continue
             try:
@@ -66,6 +67,7 @@ class RunAhead:
             except (NoCalibration, RuntimeMissing):
                 continue  # the item says why itself
             if will_run(plan, draft.submission, self.placement.settings):
-                plan.executor.send(run_task(plan, draft.submission, self.placement.settings))
+                # ignore: a plan placed on a cluster has the cluster's executor, which sends ahead
+                plan.executor.send(run_task(plan, draft.submission, self.placement.settings))  # type: ignore[union-attr]
                 sent += 1
         return sent

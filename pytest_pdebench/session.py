@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -270,22 +270,23 @@ class PdeRun:
 
     def keep_shard(self, items: list) -> tuple[list, list]:
         """--pde-shard: (this shard's items, the others) of the selected items."""
+        shard = cast(Shard, self.shard)  # called with --pde-shard only (plugin.py)
         cases = [item for item in items if hasattr(item, "record")]
         shard_of = assign(
             [
                 (item.nodeid, item.record.family, expected_cost(item.record, item.library, self.settings.runs))
                 for item in cases
             ],
-            self.shard.count,
+            shard.count,
         )
-        mine = [item for item in items if shard_of.get(item.nodeid, 1) == self.shard.index]
+        mine = [item for item in items if shard_of.get(item.nodeid, 1) == shard.index]
         self.shard_info = {
-            "index": self.shard.index,
-            "count": self.shard.count,
+            "index": shard.index,
+            "count": shard.count,
             "selected": len(items),
             "selection": selection_digest(item.nodeid for item in items),
         }
-        return mine, [item for item in items if shard_of.get(item.nodeid, 1) != self.shard.index]
+        return mine, [item for item in items if shard_of.get(item.nodeid, 1) != shard.index]
 
     def prefetch(self, items) -> None:
         """--pde-cluster: send the runs of the collected items ahead (scheduling.py)."""
@@ -366,7 +367,7 @@ class PdeRun:
                 image = self.settings.runtime(library).image
             except RuntimeMissing:
                 continue
-            images[library] = {"id": image, "digest": image_digest(image)}
+            images[library] = {"id": image, "digest": image_digest(cast(str, image))}  # a container runtime's
         return {"images": images}
 
     @property

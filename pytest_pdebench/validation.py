@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
-from .cases import CaseRecord
+from .cases import CaseRecord, Expression, ExpressionOrVector, TimeSpec
 
 ALLOWED_MATH_TYPES = {  # the paper's Table 3a
     "poisson": {"elliptic"},
@@ -128,18 +129,21 @@ def check_boundary_values(record: CaseRecord) -> str | None:
     from .domains import resolve_geometry
 
     meta = record.evaluation_metadata
-    if meta.construction_method != "manufactured_solution" or "u" not in meta.manufactured_solution:
+    # with that construction method the record's validator requires a manufactured solution
+    solution = cast(dict[str, ExpressionOrVector], meta.manufactured_solution)
+    if meta.construction_method != "manufactured_solution" or "u" not in solution:
         return None
     spec = record.case_spec
     geometry = resolve_geometry(record.case_spec_dict()["domain"])
     box_like = spec.domain.type in ("unit_square", "unit_cube", "periodic_square")
     dim, bbox = geometry.dim, geometry.bbox
-    exact = meta.manufactured_solution["u"]
-    components = exact if isinstance(exact, list) else [exact]
+    exact = solution["u"]
+    components: list[Expression] = exact if isinstance(exact, list) else [exact]
     symbols = [expressions.parse_expression(c) for c in components]
     time = 0.0 if spec.pde.time is None else 0.5 * (spec.pde.time.t0 + spec.pde.time.t_end)
     rng = np.random.default_rng(1)
-    coefficient = expressions.parse_expression(spec.pde.params.get(pdes.FLUX_COEFFICIENT.get(record.family, ""), 1))
+    flux_coefficient = spec.pde.params.get(pdes.FLUX_COEFFICIENT.get(record.family, ""), 1)
+    coefficient = expressions.parse_expression(cast(Expression, flux_coefficient))  # a scalar
     for kind in ("dirichlet", "neumann", "robin"):
         for index, condition in enumerate(spec.bc.conditions(kind)):
             sides = [
@@ -232,13 +236,17 @@ def check_manufactured_solution(record: CaseRecord) -> str | None:
         return f"cannot evaluate the PDE residual: {exc}"
     if residual > RESIDUAL_TOLERANCE:
         return f"the manufactured solution does not satisfy the PDE with the stored forcing (residual {residual:.2g})"
-    spec, exact = record.case_spec, record.evaluation_metadata.manufactured_solution
-    if spec.ic is not None and "u" in exact and not isinstance(exact["u"], list):
+    # the method requires a manufactured solution (the record's validator), initial data a time span
+    spec = record.case_spec
+    exact = cast(dict[str, ExpressionOrVector], record.evaluation_metadata.manufactured_solution)
+    if spec.ic is not None and "u" in exact and not isinstance(u := exact["u"], list):
         import numpy as np
 
         geometry_points = _interior_points(record)
-        initial = expressions.evaluate(spec.ic.value, geometry_points, spec.pde.time.t0)
-        expected = expressions.evaluate(exact["u"], geometry_points, spec.pde.time.t0)
+        initial = expressions.evaluate(
+            cast(Expression, spec.ic.value), geometry_points, cast(TimeSpec, spec.pde.time).t0
+        )
+        expected = expressions.evaluate(u, geometry_points, cast(TimeSpec, spec.pde.time).t0)
         if not np.allclose(initial, expected, rtol=1e-8, atol=1e-10):
             return "ic.value differs from the manufactured solution at t0"
     return None

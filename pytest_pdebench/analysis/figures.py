@@ -136,7 +136,8 @@ def _scatter(rows):
             if r["error"] and r["tau_acc"] and r["t_agent"] and r["tau_time"]
         ]
         if points:
-            axes.scatter(*zip(*points), s=10, alpha=0.6, label=f"{system} / {library}")
+            errors, times = zip(*points)
+            axes.scatter(errors, times, s=10, alpha=0.6, label=f"{system} / {library}")
             drawn = True
     if not drawn:
         plt.close(figure)

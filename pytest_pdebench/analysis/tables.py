@@ -229,7 +229,8 @@ def attempt_tables(rows: list[dict]) -> list[Table]:
     systems = {(r["system"], r["library"]) for r in multi}
     part = [r for r in rows if (r["system"], r["library"]) in systems]
     most = max(r["attempts"] for r in part)
-    curve, transitions = [], Counter()
+    curve: list[list] = []
+    transitions: Counter[tuple[str, str, str, str]] = Counter()
     for (system, library), group in grouped(part, "system", "library").items():
         curve.append(
             [system, library, len(group), *(f"{100 * share:.1f}%" for share in passed_by_attempt(group, most))]

@@ -42,6 +42,7 @@ import random
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import cast
 
 from ..calibration import (
     ANCHOR_ACC_SHARE,
@@ -116,7 +117,7 @@ def _rng(case_id: str) -> random.Random:
 
 def setting_dict(family: str, degree: int, cells: int, dt: float | None, transient: bool) -> dict:
     degree = 2 if family in FLOW_FAMILIES else min(max(degree, 1), MAX_DEGREE)
-    setting = {"element_degree": degree, "cells_per_side": int(cells)}
+    setting: dict[str, int | float] = {"element_degree": degree, "cells_per_side": int(cells)}
     if transient and dt:
         setting["dt"] = float(dt)
     return setting
@@ -247,7 +248,7 @@ def update_case_files(
         elif coarsen:
             changed = coarsen_settings(chosen, coarsen, calibrations, own=own)
         else:
-            changed = len(attach([r for r in chosen if redrawn(r)], pools))
+            changed = len(attach([r for r in chosen if redrawn(r)], cast(dict, pools)))  # read: neither option
         write_case_file(file, records)
         log(
             f"{file}: calibration settings {'refined' if refine else 'coarsened' if coarsen else 'drawn'} for "

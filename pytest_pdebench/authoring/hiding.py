@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import cast
 
 import numpy as np
 import sympy as sp
@@ -118,7 +119,7 @@ def hidden(value, geometry, tags, case_id: str, purpose: str, targets, names, sa
     vector = isinstance(value, (list, tuple))
     base = list(value) if vector else [value]
     size = max(float(np.linalg.norm(np.stack(targets))), 1e-12)
-    farthest = (0.0, None)
+    farthest: tuple[float, list | None] = (0.0, None)  # the distance and the data of the farthest draw
     for seed in range(SEEDS):  # a w that is nearly u / phi is drawn again
         rng = case_rng(case_id, f"{purpose}-{seed}")
         extra = [phi * smooth_field(rng, geometry, periodic) for _ in base]
@@ -136,7 +137,7 @@ def hidden(value, geometry, tags, case_id: str, purpose: str, targets, names, sa
     # magnitudes of vector data are two positive fields: rarely much further apart than
     # 0.4 after the best scaling, so the farthest draw will do with the thinner margin
     if farthest[0] >= SOLUTION_MARGIN:
-        return _rendered(farthest[1], vector)
+        return _rendered(cast(list, farthest[1]), vector)  # a draw (the distance of none is 0)
     raise ValueError(
         f"{case_id}: no multiple of phi * w hides {purpose} (farthest {farthest[0]:.2f} from the "
         f"solution, at least {SOLUTION_MARGIN} needed)"

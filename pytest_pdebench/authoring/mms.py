@@ -8,6 +8,7 @@ itself goes only to ``evaluation_metadata.manufactured_solution``.
 from __future__ import annotations
 
 import contextlib
+from typing import cast
 
 import sympy as sp
 
@@ -114,30 +115,31 @@ def laplacian(u: str, dim: int) -> str:
     return text(pdes.lap(pdes.exact(parse_expression(u)), dim))
 
 
-def initial_condition(family: str, u: str | list[str], t0: float) -> dict:
+def initial_condition(family: str, u: str | list[str] | tuple[str, ...], t0: float) -> dict:
     """The ic block: u(t0), and u_t(t0) for the wave equation (second order in time)."""
     value = [initial_value(c, t0) for c in u] if isinstance(u, (list, tuple)) else initial_value(u, t0)
     ic = {"value": value}
     if family == "wave":
-        ic["velocity"] = initial_velocity(u, t0)
+        ic["velocity"] = initial_velocity(cast(str, u), t0)  # the wave equation: scalar
     return ic
 
 
-def fill_boundary_data(bc: dict, family: str, params: dict, u: str | list[str], dim: int) -> dict:
+def fill_boundary_data(bc: dict, family: str, params: dict, u: str | list[str] | tuple[str, ...], dim: int) -> dict:
     """``bc`` (in place) with every condition's value derived from the exact solution on
     its tags: Dirichlet u, Neumann c du/dn and Robin c du/dn + alpha u (straight sides),
     the biharmonic lap(u)."""
     exact = [text(parse_expression(c)) for c in u] if isinstance(u, (list, tuple)) else text(parse_expression(u))
 
     def data(kind: str, condition: dict):
+        scalar = cast(str, u)  # flux and Laplacian data: the scalar families'
         sides = tuple(condition["on"]) if isinstance(condition["on"], list) else (condition["on"],)
         if kind == "dirichlet":
             return exact
         if kind == "neumann":
-            return neumann_flux(family, params, u, dim, sides)
+            return neumann_flux(family, params, scalar, dim, sides)
         if kind == "robin":
-            return robin_value(family, params, u, dim, sides, condition["alpha"])
-        return laplacian(u, dim)
+            return robin_value(family, params, scalar, dim, sides, condition["alpha"])
+        return laplacian(scalar, dim)
 
     for kind in ("dirichlet", "neumann", "robin", "laplacian"):
         conditions = bc.get(kind)

@@ -61,8 +61,8 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
     except Exception as exc:  # the oracle cannot do this case: discard, with the reason
         return ReferenceOutcome(record.id, False, f"oracle failed: {type(exc).__name__}: {str(exc)[:200]}")
     fields = [field for field, _ in runs]
-    dofs = [info.get("num_dofs") for _, info in runs]
-    steps = [info.get("num_time_steps") for _, info in runs]
+    dofs: list = [info.get("num_dofs") for _, info in runs]  # the oracle's JSON: checked below
+    steps: list = [info.get("num_time_steps") for _, info in runs]
     if not all(isinstance(n, int) for n in dofs):
         return ReferenceOutcome(record.id, False, f"the oracle reported no num_dofs at every level ({dofs})")
     if not (
@@ -98,7 +98,9 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         path = Path(case_dir) / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: fine[..., i].astype(np.float32) for i, name in enumerate(names)}
-        np.savez_compressed(path, **arrays)
+        # ignore: to mypy the ** could hold allow_pickle (a bool); the keys are output array names
+        # (unused-ignore: NumPy 1.26's stubs have no allow_pickle)
+        np.savez_compressed(path, **arrays)  # type: ignore[arg-type,unused-ignore]
         digest = hashlib.sha256(b"".join(arrays[name].tobytes() for name in names)).hexdigest()[:16]
         meta = record.evaluation_metadata
         meta.reference_path = str(relative)

@@ -19,6 +19,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def run_oracle(
         if folder not in sys.path:
             sys.path.insert(0, folder)
     importlib.import_module("mpi4py.MPI")  # loads libmpi before dolfinx
-    common = importlib.import_module("_oracle_common")
+    common: Any = importlib.import_module("_oracle_common")  # its DT_MAX is set below
     module = importlib.import_module(family)
     # PETSc's initialisation resets SIGPIPE to its default: a later write to a closed socket
     # (an HTTP client in the same process) would then kill the process instead of raising

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass
+from typing import cast
 
 from ..cases import CaseRecord
 
@@ -16,7 +17,7 @@ GRID_2D = {"unit_square": (50, 50)}
 DEFAULT_GRID_2D = (100, 100)
 
 # (domain, geometry_params) for each starter domain; bbox comes from the geometry
-DOMAINS = {
+DOMAINS: dict[str, dict] = {
     "unit_square": {},
     "l_shape": {"vertices": [[0, 0], [1, 0], [1, 0.5], [0.5, 0.5], [0.5, 1], [0, 1]]},
     "circle": {"center": [0.5, 0.5], "radius": 0.5},
@@ -47,7 +48,7 @@ class Design:
     output: str | tuple[str, ...] = "scalar"  # a field name, or component array names
     # data of a case without an exact solution: forcing, Dirichlet value(s) per tag, initial value
     forcing: str | tuple[str, ...] = "0"
-    dirichlet: tuple[tuple[str, object], ...] = (("boundary", "0"),)
+    dirichlet: tuple[tuple[str | list[str], object], ...] = (("boundary", "0"),)  # tag(s), value(s)
     initial: str = "0"
     smoke: bool = False  # the classic smoke case: its data may give the answer away (issue 11)
 
@@ -562,13 +563,17 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
             if isinstance(design.u, tuple)
             else mms.text(mms.parse_expression(design.u))
         )
-        bc = mms.fill_boundary_data(_manufactured_bc(design, geometry), design.family, pde_params, design.u, dim)
+        solution = cast("str | tuple[str, ...]", design.u)  # a manufactured case's (None returned above)
+        bc = mms.fill_boundary_data(_manufactured_bc(design, geometry), design.family, pde_params, solution, dim)
     if hiding:
         hiding.hide(bc)
-    case_spec = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
+    case_spec: dict = {"pde": pde, "domain": domain, "bc": bc, "eval_grid": eval_grid, "output": _output_block(design)}
     if transient:
-        case_spec["ic"] = mms.initial_condition(design.family, design.u, 0.0)
-    metadata = {"construction_method": "manufactured_solution", "manufactured_solution": {**design.exact(), "u": exact}}
+        case_spec["ic"] = mms.initial_condition(design.family, solution, 0.0)
+    metadata: dict = {
+        "construction_method": "manufactured_solution",
+        "manufactured_solution": {**design.exact(), "u": exact},
+    }
     if hide_solution:
         metadata["data_revision"] = DATA_REVISION
     record = _record(design, case_spec, metadata)
@@ -616,7 +621,7 @@ def _manufactured_bc(design: Design, geometry) -> dict:
 
 def _domain_block(design: Design, geometry, params: dict) -> dict:
     bbox = list(geometry.bbox)
-    domain = {"type": design.domain, "bounds": [bbox[2 * i : 2 * i + 2] for i in range(geometry.dim)]}
+    domain: dict = {"type": design.domain, "bounds": [bbox[2 * i : 2 * i + 2] for i in range(geometry.dim)]}
     if params:
         domain["geometry_params"] = params
     return domain
@@ -672,11 +677,11 @@ def _numerical_reference_record(design: Design, pde: dict, geometry, eval_grid: 
     conditions = [
         {"on": tag, "value": list(value) if isinstance(value, tuple) else value} for tag, value in design.dirichlet
     ]
-    bc = {"dirichlet": conditions[0] if len(conditions) == 1 else conditions}
+    bc: dict = {"dirichlet": conditions[0] if len(conditions) == 1 else conditions}
     if design.family == "biharmonic":  # simply supported: lap(u) = 0 where u is given
         bc["laplacian"] = [{"on": c["on"], "value": "0"} for c in conditions]
         bc["laplacian"] = bc["laplacian"][0] if len(conditions) == 1 else bc["laplacian"]
-    case_spec = {
+    case_spec: dict = {
         "pde": pde,
         "domain": _domain_block(design, geometry, params),
         "bc": bc,

@@ -118,7 +118,7 @@ def _round_robin(combos: list, rng: random.Random) -> list:
     groups: dict[str, list] = {}
     for combo in combos:
         groups.setdefault(combo[1], []).append(combo)
-    dealt = []
+    dealt: list = []
     for row in itertools.zip_longest(*groups.values()):
         dealt.extend(c for c in row if c is not None)
     return dealt
@@ -168,7 +168,9 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
     exact_combos = _round_robin(exact_combos, rng)
     source_combos = _round_robin(source_combos, rng)
     n_exact = spec["count"] - spec["no_exact"]
-    designs, turns, named = [], collections.Counter(), []
+    designs: list[Design] = []
+    turns: collections.Counter[str] = collections.Counter()
+    named: list = []
     for index, combo in enumerate(exact_combos):
         regime, domain = combo[0], combo[1]
         suffix, boundary = _boundary_variant(family, spec, domain, turns[domain])
@@ -192,9 +194,9 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
     for _, ((regime, domain, solution, pressure), boundary), name in exact_kept:
         designs.append(_design(family, name, regime, domain, spec, u=solution, p=pressure, **boundary))
     for index, (regime, domain, source), name in source_kept:
-        boundary = ("0", "0") if vector else "0"
+        wall: str | tuple[str, str] = ("0", "0") if vector else "0"
         if "streams" in spec:  # a flow needs moving walls or it stays at rest
-            boundary = velocity_from_stream(spec["streams"][index % len(spec["streams"])])
+            wall = velocity_from_stream(spec["streams"][index % len(spec["streams"])])
         designs.append(
             _design(
                 family,
@@ -204,7 +206,7 @@ def family_designs(family: str, spec: dict, seed: int = SEED, discarded=frozense
                 spec,
                 u=None,
                 forcing=tuple(source) if vector else source,
-                dirichlet=(("boundary", boundary),),
+                dirichlet=(("boundary", wall),),
             )
         )
     return designs

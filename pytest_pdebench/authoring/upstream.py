@@ -260,7 +260,7 @@ def convert_record(raw: dict) -> dict:
     degree, cells, dt = upstream_setting(oc)
     dt = dt or hidden.get("time", {}).get("dt")  # four Burgers records give dt beside t_final, not in pde.time
     setting = setting_dict(family, degree, cells, dt, bool(time))
-    metadata = {
+    metadata: dict = {
         "construction_method": "manufactured_solution" if exact else "reference_numerical",
         "calibration_config": {
             "source": "upstream oracle_config",

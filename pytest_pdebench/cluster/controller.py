@@ -12,9 +12,13 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..execution import Execution, RunTask
 from .worker import RunSite, WorkerFacts, abort_runs, machine_resource, run_on_worker, worker_facts
+
+if TYPE_CHECKING:  # the cluster extra (Dask) is imported only once a cluster is used
+    from distributed import Future
 
 INSTALL_HINT = "--pde-cluster needs Dask: pip install 'pytest-pdebench[cluster]' (dask, distributed, dask-jobqueue)"
 CONNECT_TIMEOUT_SEC = 20
@@ -67,7 +71,7 @@ class Cluster:
         self.address = address
         self.client = connect(address)
         self._lock = threading.Lock()
-        self.pending: dict[tuple, tuple[RunTask, object]] = {}
+        self.pending: dict[tuple, tuple[RunTask, Future]] = {}
         self.owner = f"{os.uname().nodename}-{os.getpid()}-{os.urandom(4).hex()}"  # names this session's runs
         self.ahead = 0  # runs sent ahead at most: set from the workers below
         self.interrupted = False  # SIGINT or SIGTERM came (see _note_interrupts)

@@ -25,7 +25,8 @@ from ..sandbox import abort_live_runs, owned_by
 try:
     from distributed.diagnostics.plugin import WorkerPlugin
 except ImportError:  # the cluster extra is not installed: controller.connect() says so
-    WorkerPlugin = object
+    # a stand-in base class; unused-ignore: without Dask installed mypy sees no clash
+    WorkerPlugin = object  # type: ignore[misc,assignment,unused-ignore]
 
 CORE_LOCKS = Path(tempfile.gettempdir()) / "pdebench-cores"
 

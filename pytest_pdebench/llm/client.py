@@ -12,6 +12,7 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from .registry import ModelSpec
 
@@ -43,7 +44,7 @@ class Completion:
 
 
 def request_body(spec: ModelSpec, prompt: str, max_tokens: int | None) -> dict:
-    body = {
+    body: dict[str, Any] = {
         "model": spec.model,
         "messages": [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}],
     }
@@ -113,6 +114,7 @@ class ModelClient:
         response = getattr(exc, "response", None)
         header = response.headers.get("retry-after") if response is not None else None
         try:
-            return min(float(header), MAX_RETRY_AFTER)
+            # ignore: no header (None) raises the TypeError caught below, as a malformed one does
+            return min(float(header), MAX_RETRY_AFTER)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return self.backoff * 2**attempt

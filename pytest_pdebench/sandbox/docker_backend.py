@@ -32,6 +32,7 @@ import tarfile
 import threading
 import time
 from pathlib import Path
+from typing import IO, cast
 
 from ..run_folders import FROZEN_TIME
 from .base import RUNNER, Backend
@@ -161,7 +162,8 @@ def _extract(chunks, destination: Path, prefix: str, cap_bytes: int) -> None:
                 target.mkdir(parents=True, exist_ok=True)
             elif member.isfile():
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.extractfile(member) as source, target.open("wb") as out:
+                member_file = cast(IO[bytes], archive.extractfile(member))  # a regular file's: never None
+                with member_file as source, target.open("wb") as out:
                     out.write(source.read())
                 target.chmod(0o755 if member.mode & 0o100 else 0o644)  # a compiled program stays runnable
 

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 from .runs import Limits, SandboxError
 
@@ -21,7 +22,7 @@ LOG_CAP_BYTES = 256 * 1024  # kept from the head and from the tail of each strea
 
 # the runs going on in this process, so that all of one owner's can be killed at once
 # (a cluster worker whose controller was interrupted: cluster/worker.py)
-_live_runs: dict[int, tuple[str | None, object]] = {}
+_live_runs: dict[int, tuple[str | None, Callable[[], object]]] = {}
 _live_lock = threading.Lock()
 _live_ids = itertools.count()
 _owner = threading.local()
@@ -108,7 +109,10 @@ class Marker(threading.Thread):
 
     def __init__(self, fd: int):
         super().__init__(daemon=True)
-        self.fd, self.time, self.cpu, self.total = fd, None, None, None
+        self.fd = fd
+        self.time: float | None = None
+        self.cpu: float | None = None
+        self.total: float | None = None
 
     def run(self):
         with os.fdopen(self.fd, "rb", buffering=0) as pipe:

@@ -34,6 +34,10 @@ import sys
 import time
 import traceback
 
+TYPE_CHECKING = False  # typing itself is not imported: a cold run would pay for it
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
 # per architecture: its audit number, its keyctl syscall number, and the numbers denied
@@ -91,7 +95,7 @@ def seal() -> str | None:
     return None
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> "NoReturn":
     sys.stderr.write(message.rstrip() + "\n")
     sys.stderr.flush()
     sys.stdout.flush()
@@ -137,6 +141,8 @@ def run_solver(solver_file: str) -> None:
     _write_marker()
     try:
         spec = importlib.util.spec_from_file_location("submission", solver_file)
+        if TYPE_CHECKING:  # a file without a loader (None) raises below, reported as any broken submission
+            assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules["submission"] = module
         spec.loader.exec_module(module)

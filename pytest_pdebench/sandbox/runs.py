@@ -100,7 +100,11 @@ class RunResult:
         tail = _last_meaningful_line(self.stderr)
         code = f"exit code {self.returncode}"
         if self.signal_name:
-            code = self.signal_name if self.returncode < 0 else f"{self.signal_name} (exit code {self.returncode})"
+            code = (
+                self.signal_name
+                if self.returncode is not None and self.returncode < 0
+                else f"{self.signal_name} (exit code {self.returncode})"
+            )
         return f"{code}: {tail}" if tail else code
 
 

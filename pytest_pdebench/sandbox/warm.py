@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from typing import IO, cast
 
 from .base import HARNESS_DIR
 from .processes import CappedLog, CappedStream, Marker, kill_group, live_run
@@ -56,7 +57,7 @@ class Zygote:
                 argv,
                 env=env,
                 cwd=self.folder,
-                stdin=theirs,
+                stdin=theirs.fileno(),  # what Popen takes of a socket
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -160,7 +161,7 @@ def close_all() -> None:
 def _end_sandbox(sandbox: subprocess.Popen) -> None:
     kill_group(sandbox)
     for pipe in (sandbox.stdout, sandbox.stderr):
-        pipe.close()
+        cast(IO[bytes], pipe).close()  # both PIPE (_start_sandbox)
 
 
 def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]:
@@ -182,11 +183,12 @@ def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]
         raise SandboxError(f"cannot start {command[0]}: {exc}") from exc
     finally:
         os.close(info_write)
+    stdout, stderr = cast(IO[bytes], sandbox.stdout), cast(IO[bytes], sandbox.stderr)  # both PIPE
     with os.fdopen(info_read, "rb") as info:
-        ready = select.select([sandbox.stdout], [], [], SANDBOX_START_TIMEOUT_SEC)[0] and sandbox.stdout.readline()
+        ready = select.select([stdout], [], [], SANDBOX_START_TIMEOUT_SEC)[0] and stdout.readline()
         if ready != b"ready\n":
             kill_group(sandbox)
-            raise SandboxError(f"bubblewrap could not start the run: {sandbox.stderr.read().decode()[:500]}")
+            raise SandboxError(f"bubblewrap could not start the run: {stderr.read().decode()[:500]}")
         text = b""  # complete once the placeholder runs: bubblewrap writes it before
         while b"}" not in text:
             chunk = info.read(4096)
@@ -202,7 +204,7 @@ def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]
 
 def run(backend, request: RunRequest) -> RunResult:
     """``request`` through a zygote of its track, in its own sandbox of ``backend``."""
-    spec: WarmSpec = request.warm
+    spec = cast(WarmSpec, request.warm)  # the backend sends only its warm requests here
     env = backend.environment(request)
     limits = request.limits
     payload = {

@@ -42,7 +42,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = "/sandbox/harness"  # where the sandbox shows runner.py
 sys.path.insert(0, HERE)
-import runner  # noqa: E402  (beside this file)
+import runner  # type: ignore[import-not-found]  # noqa: E402  (beside this file: top-level on sys.path, not the package's)
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 NS_GET_USERNS = 0xB701  # ioctl on a namespace: its owning user namespace

@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 from . import NUMPY_PRELUDE, REPO, exact_cpp_program
 
@@ -51,7 +53,8 @@ def heredoc(name: str, text: str) -> str:
 
 
 # per model: the command of each step (the last one repeats); a callable gets the conversation
-AGENT_SCRIPTS = {
+# model -> the agent's commands, one per step (a function of the messages so far: chosen per attempt)
+AGENT_SCRIPTS: dict[str, list[str] | Callable[[list[dict]], list[str]]] = {
     "agent-correct": [heredoc("solver.py", CORRECT), TRY, DONE],
     # a correct run leaves solution.npz in the folder; then a solver that writes nothing
     "agent-stale-output": [
@@ -177,10 +180,11 @@ class ScriptedServer:
                     if model.startswith("agent-")
                     else len(prompt)
                 )
+                answered = len(cast(str, text))  # a 200 comes with its text
                 usage = {
                     "prompt_tokens": asked // 4,
-                    "completion_tokens": len(text) // 4,
-                    "total_tokens": (asked + len(text)) // 4,
+                    "completion_tokens": answered // 4,
+                    "total_tokens": (asked + answered) // 4,
                 }
                 entry["usage"] = usage
                 self._send(

@@ -23,7 +23,7 @@ class LoopbackCluster:
 
     def __init__(self, folder: Path, workers: int = 2, env: dict | None = None, machines: list[str] | None = None):
         self.folder, self.scheduler_file = folder, folder / "scheduler.json"
-        self.processes = []
+        self.processes: list[subprocess.Popen] = []
         logs = folder / "logs"
         logs.mkdir(parents=True, exist_ok=True)
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from ...calibration import case_fingerprint
 from ...cases import CaseRecord, agent_view
@@ -171,7 +172,7 @@ class AgentSource:
             (workspace / "case_spec.json").write_text(json.dumps(view, indent=1))
             task = self.task_text(view, record, library)
         else:  # the verdict, as a new task beside the first
-            task = agent_feedback_task(attempt, feedback.facts, library)
+            task = agent_feedback_task(attempt, cast(Feedback, feedback).facts, library)  # a later attempt's
         task_file = "TASK.md" if attempt == 1 else f"TASK-{attempt}.md"
         (workspace / task_file).write_text(task)
         solver = workspace / ("solver.cpp" if library == "dealii" else "solver.py")
@@ -284,7 +285,8 @@ def _stored_draft(attempt_dir: Path, key: str) -> Draft | None:
         return None
     if any(content is None for content in files.values()):
         return None
-    submission = Submission(stored["solver"], files, str(attempt_dir / stored["solver"])) if files else None
+    present = cast("dict[str, bytes]", files)  # none is None (above)
+    submission = Submission(stored["solver"], present, str(attempt_dir / stored["solver"])) if files else None
     return Draft(
         submission,
         reason=stored["reason"],
@@ -304,7 +306,8 @@ def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | No
     files = {solver.name: content}
     for suffix in HELPER_SUFFIXES[solver.suffix]:
         for helper in sorted(workspace.glob(f"_*{suffix}")):
-            files[helper.name] = read_run_file(workspace, helper.name, SOURCE_CAP_BYTES)
+            # cast: None only for a helper gone since the glob (a finished agent deletes nothing)
+            files[helper.name] = cast(bytes, read_run_file(workspace, helper.name, SOURCE_CAP_BYTES))
     return Submission(solver.name, files, str(origin_dir / solver.name))
 
 

@@ -76,6 +76,7 @@ class MeteringProxy:
         self.token = "pdebench-item-" + secrets.token_hex(16)
         self.meter = Meter()
         handler = _handler_for(self, tcp=unix_path is None)
+        self._server: socketserver.BaseServer
         if unix_path is not None:
             unix_path = Path(unix_path)
             unix_path.unlink(missing_ok=True)
@@ -163,7 +164,7 @@ def _usage_of(answer: bytes, stream: bool) -> dict:
             return json.loads(answer).get("usage") or {}
         except (ValueError, AttributeError):
             return {}
-    usage = {}
+    usage: dict = {}
     for raw in answer.splitlines():
         if raw.startswith(b"data:") and raw[5:].strip() not in (b"", b"[DONE]"):
             try:
