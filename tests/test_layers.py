@@ -1,5 +1,14 @@
-"""The package's layers (pyproject.toml, [tool.importlinter]): no module imports from a
-layer above its own, in functions or not, so there are no import cycles."""
+"""The house rules of the package (issue 38), each checked by its tool in a subprocess from
+the repository's root, with the configuration in pyproject.toml:
+
+- its layers ([tool.importlinter]): no module imports from a layer above its own, in
+  functions or not, so there are no import cycles (``lint-imports``);
+- lint and format ([tool.ruff]): ``ruff check`` and ``ruff format --check``;
+- types ([tool.mypy]): ``mypy``, with its cache in the root's ``.mypy_cache`` (a few
+  seconds once warm, about a minute the first time).
+
+The tools are the ones in the virtual environment of the interpreter running the tests
+(the test extra: ``make setup`` installs them)."""
 
 import shutil
 import subprocess
@@ -7,11 +16,40 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "pytest_pdebench"
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    assert found, f"{name} is missing: pip install -e '.[test]' (make setup installs it)"
+    return found
+
+
+def _run(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def _output(done: subprocess.CompletedProcess) -> str:
+    return done.stdout[-6000:] + done.stderr[-2000:]
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
-    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
-    assert lint, "import-linter is missing: pip install -e '.[test]' (make setup installs it)"
-    done = subprocess.run([lint, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    done = _run(_tool("lint-imports"), "--no-cache")
+    assert done.returncode == 0, _output(done)
     assert "1 kept, 0 broken" in done.stdout
+
+
+def test_the_package_passes_ruff_lint():
+    done = _run(_tool("ruff"), "check", "--no-fix", PACKAGE)
+    assert done.returncode == 0, "ruff check (`ruff check --fix` mends some):\n" + _output(done)
+
+
+def test_the_package_is_ruff_formatted():
+    done = _run(_tool("ruff"), "format", "--check", "--diff", PACKAGE)
+    assert done.returncode == 0, f"ruff format would change these (`ruff format {PACKAGE}`):\n" + _output(done)
+
+
+def test_the_package_passes_mypy():
+    done = _run(_tool("mypy"), timeout=900)  # pyproject's [tool.mypy] names the files
+    assert done.returncode == 0, "mypy:\n" + _output(done)
+    assert "Success: no issues found" in done.stdout, _output(done)
