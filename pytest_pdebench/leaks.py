@@ -24,6 +24,7 @@ every record (issue 11's dishonest rungs; ``pdebench leak-audit`` and the tests)
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,10 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from . import expressions
+from . import expressions, metrics
 from .cases import CaseRecord, load_cases
 from .grid import EvalGrid, valid_mask
+from .reference import exact_array, reference_fields
 
 LEAK_DISTANCE = 0.3
 INITIAL_CHANGE_FLOOR = 0.5
@@ -127,7 +129,6 @@ def field_values(value, points: np.ndarray, when: float) -> np.ndarray:
 
 
 def exact_columns(record: CaseRecord, sample: GridSample, when: float) -> list[np.ndarray]:
-    from .reference import exact_array
 
     return [exact_array(record, name, sample.points, when) for name in record.case_spec.output.arrays]
 
@@ -260,10 +261,6 @@ def rung_errors(record: CaseRecord, case_dir=None) -> dict[str, float]:
     """The evaluator's error of every dishonest rung that applies to the record: those of
     ``dishonest_errors`` (manufactured records), zeros, and the reference itself with 1%
     relative Gaussian noise on every point (seeded by the case id)."""
-    import hashlib
-
-    from . import metrics
-    from .reference import reference_fields
 
     errors = dishonest_errors(record) if manufactured(record) else {}
     spec = record.case_spec_dict()

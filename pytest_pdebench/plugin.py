@@ -1,5 +1,9 @@
 """pytest-pdebench: PDEAgent-Bench cases as pytest items. Options and hooks only;
-each concern lives in its own module (see the README's design section)."""
+each concern lives in its own module (docs/reference.md, Design).
+
+pytest loads this plugin in every run of the environment it is installed in: the
+session's modules (runs, gates, reports) are imported inside the hooks, once a
+``--pde-*`` option asks for benchmark items, so that other test runs do not pay for them."""
 
 from __future__ import annotations
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+from tabulate import tabulate
+
+from .calibration import ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT
 from .cases import OUTCOMES
 
 
 def outcome_table(verdicts: Iterable[dict], fmt: str = "simple") -> str:
     """Rows = PDE family, columns = outcome counts and pass rate, plus an overall row."""
-    from tabulate import tabulate
 
     by_family: dict[str, Counter] = defaultdict(Counter)
     for verdict in verdicts:
@@ -68,7 +71,6 @@ def stage_rates(verdicts: list[dict]) -> dict:
 
 
 def _percentiles(values: list[float]) -> list[str]:
-    import numpy as np
 
     if not values:
         return ["-"] * 5
@@ -111,8 +113,6 @@ def calibration_tables(
     """Paper-style summaries of a calibration, each beside the paper's figures: per family
     (Table 6), the e_base / tau_acc distribution (Table 7), and issue 11's targets.
     ``rows``: family, method, e_base, t_base, tau_acc."""
-    import numpy as np
-    from tabulate import tabulate
 
     families = sorted({r["family"] for r in rows})
     per_family = []
@@ -178,7 +178,6 @@ def calibration_tables(
 
 def _targets(rows: list[dict], tau_min: float, tau_max: float) -> str:
     """Issue 11's checks of a DOLFINx calibration against the paper's difficulty."""
-    import numpy as np
 
     out = []
     for family in sorted({r["family"] for r in rows}):
@@ -215,7 +214,6 @@ def _targets(rows: list[dict], tau_min: float, tau_max: float) -> str:
 def _anchor(rows: list[dict]) -> str:
     """The strong oracle as the anchor every record must pass, with room on accuracy:
     a calibration baseline more accurate than it makes a case stricter than the paper's."""
-    from .calibration import ANCHOR_ACC_SHARE
 
     measured = [r for r in rows if r.get("e_strong") is not None]
     if not measured:
@@ -236,7 +234,6 @@ def _anchor(rows: list[dict]) -> str:
 def _reference_agreement(rows: list[dict]) -> str:
     """How far each reference is from the oracle one level below it, as a share of the
     track's tau_acc: a bound on the reference's own error."""
-    from .calibration import REFERENCE_AGREEMENT
 
     based = [r for r in rows if r["method"] == "reference_numerical"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -110,7 +111,6 @@ def terminate_as_interrupt() -> None:
     """SIGTERM (Slurm at the time limit, `timeout`, `kill`) ends a run as Ctrl-C does:
     finished verdicts and the JSON report kept, the running solver killed, no container
     left. Only where nobody else has claimed the signal."""
-    import signal
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")

@@ -15,7 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
+from . import expressions, pdes
 from .cases import CaseRecord, Expression, ExpressionOrVector, TimeSpec
+from .domains import resolve_geometry
+from .expressions import parse_expression, t
+from .grid import EvalGrid, valid_mask
+from .leaks import leak_problems
 
 ALLOWED_MATH_TYPES = {  # the paper's Table 3a
     "poisson": {"elliptic"},
@@ -72,7 +77,6 @@ def check_time_use(record: CaseRecord) -> str | None:
     """A steady case's data must not depend on t (there is no time to evaluate it at)."""
     if record.case_spec.pde.time is not None:
         return None
-    from .expressions import parse_expression, t
 
     timed = [
         where
@@ -124,9 +128,6 @@ def check_boundary_values(record: CaseRecord) -> str | None:
     Robin c du/dn + alpha u (c from pdes.FLUX_COEFFICIENT)."""
     import numpy as np
     import sympy as sp
-
-    from . import expressions, pdes
-    from .domains import resolve_geometry
 
     meta = record.evaluation_metadata
     # with that construction method the record's validator requires a manufactured solution
@@ -181,9 +182,6 @@ def check_periodicity(record: CaseRecord) -> str | None:
     directions of the rectangle."""
     import numpy as np
 
-    from . import expressions
-    from .domains import resolve_geometry
-
     periodic = record.case_spec.bc.periodic
     if periodic is None:
         return None
@@ -213,7 +211,6 @@ def check_periodicity(record: CaseRecord) -> str | None:
 
 def check_grid(record: CaseRecord) -> str | None:
     """Enough evaluation points fall inside the domain."""
-    from .grid import EvalGrid, valid_mask
 
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
@@ -228,7 +225,6 @@ def check_manufactured_solution(record: CaseRecord) -> str | None:
     """The exact solution satisfies the PDE with the stored forcing, and the initial data."""
     if record.evaluation_metadata.construction_method != "manufactured_solution":
         return None
-    from . import expressions, pdes
 
     try:
         residual = pdes.max_residual(record)
@@ -256,7 +252,6 @@ def check_leaks(record: CaseRecord) -> str | None:
     """No agent-visible data field (or a multiple of it) is the answer, and returning the
     initial condition fails by far (leaks.py). Every record must be built under these
     rules (data_revision 2); only the starter suite's smoke case is exempt."""
-    from .leaks import leak_problems
 
     meta = record.evaluation_metadata
     if "smoke_case" in record.tags.structure:
@@ -294,8 +289,6 @@ def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | N
 
 def _interior_points(record: CaseRecord):
     import numpy as np
-
-    from .grid import EvalGrid, valid_mask
 
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])

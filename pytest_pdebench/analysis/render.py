@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from . import figures, tables
-from .runs import ROW_FIELDS, Run
+from .runs import ROW_FIELDS, Run, run_from_verdicts
 
 
 def build_tables(rows: list[dict]) -> list[tables.Table]:
@@ -70,7 +70,6 @@ def write_report(runs: list[Run], out: Path, with_figures: bool = True) -> dict:
 
 def report_of_session(verdicts: list[dict], meta: dict, out: Path) -> str:
     """``--pde-report``: the report of the run that just ended; one line saying where."""
-    from .runs import run_from_verdicts
 
     run = run_from_verdicts(verdicts, meta, out / "run.json")
     summary = write_report([run], out)

@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..items import no_verdict
+
 ROW_FIELDS = (
     "system",
     "run",
@@ -213,7 +215,6 @@ def json_report_verdicts(document: dict) -> list[dict]:
     """The verdicts of a pytest JSON report, one per case item that ran: its ``metadata.pde``,
     or for an item that failed or errored without one the F-Exec stand-in "no verdict"
     (items.no_verdict). Skipped items (no runtime here, not run) are not verdicts."""
-    from ..items import no_verdict
 
     source = (document.get("pde") or {}).get("source")
     verdicts = []

@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 from typing import cast
 
+import numpy as np
 import sympy as sp
 
 from .. import pdes
-from ..expressions import expression_to_string, parse_expression, t, x, y, z
+from ..expressions import evaluate, expression_to_string, parse_expression, t, x, y, z
 
 COORDS_T = (x, y, z, t)
 SIMPLIFY_LIMIT = 130  # operations (the starter suite's largest forcing has 125)
@@ -40,9 +41,6 @@ def simplified(expr: sp.Expr) -> sp.Expr:
 def text(expr: sp.Expr) -> str:
     """Simplified record form, checked to parse back to the same values (floats in the
     data make an exact symbolic comparison fail on rounding alone)."""
-    import numpy as np
-
-    from ..expressions import evaluate
 
     simple = simplified(expr)
     rendered = expression_to_string(simple)

@@ -11,7 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from ..cases import CaseRecord
+from ..cases import CaseRecord, Output
+from ..domains import resolve_geometry
+from . import mms
+from .hiding import Hiding
 
 GRID_2D = {"unit_square": (50, 50)}
 DEFAULT_GRID_2D = (100, 100)
@@ -521,8 +524,6 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     """The record of a design; ``hide_solution=False`` gives the data of revision 1
     (boundary data = the exact solution), that of the committed files until they are
     regenerated."""
-    from ..domains import resolve_geometry
-    from . import mms
 
     params = DOMAINS.get(design.domain)
     if params is None:  # the template's documented defaults, spelled out for the agent
@@ -585,8 +586,6 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
 def _hiding(design: Design, geometry, case_spec: dict):
     """A design's solution with a bump where it needs one, and the means to hide its
     boundary data (build/hiding.py)."""
-    from ..cases import Output
-    from .hiding import Hiding
 
     names = Output.model_validate(_output_block(design)).arrays
     return Hiding(

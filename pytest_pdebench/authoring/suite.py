@@ -14,6 +14,7 @@ exact solution get their references from ``pdebench build-references``.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import random
 import tomllib
@@ -22,6 +23,7 @@ from pathlib import Path
 import sympy as sp
 
 from ..expressions import expression_to_string, parse_expression, t, x, y
+from . import mms
 from .starter import Design, build_record
 
 DESIGN_FILE = Path(__file__).with_name("design_matrix.toml")
@@ -244,7 +246,6 @@ def _design(family, case_id, regime, domain, spec, u, p=None, **data) -> Design:
 def with_libraries(family: str, designs: list[Design]) -> list[Design]:
     """Every case on DOLFINx; the first Table-3b-many (in the shuffled order) on Firedrake
     and deal.II too."""
-    import dataclasses
 
     out = []
     for index, design in enumerate(designs):
@@ -270,7 +271,6 @@ SUITE_SIMPLIFY_LIMIT = 40  # sympy's simplify took 92 s on one tanh x Gaussian-c
 
 
 def suite_records(path: Path = DESIGN_FILE, progress=None) -> list:
-    from . import mms
 
     designs = suite_designs(path)
     records = []

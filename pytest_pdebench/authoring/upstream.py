@@ -44,8 +44,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..cases import rewrite_case_file
+from pydantic import ValidationError
+
+from ..cases import CaseRecord, rewrite_case_file
+from ..domains import resolve_geometry
+from ..expressions import parse_expression
+from ..pdes import lap
+from ..validation import static_problems
+from . import mms
 from .calibration_configs import setting_dict, upstream_setting
+from .hiding import Hiding
 from .starter import DATA_REVISION
 
 TAGS = {"all": "boundary", "x0": "x_min", "x1": "x_max", "y0": "y_min", "y1": "y_max", "z0": "z_min", "z1": "z_max"}
@@ -176,14 +184,11 @@ def _add_laplacian_data(case_spec: dict, exact: dict | None, tags: list[str]) ->
             "biharmonic record gives only u on the boundary and no exact solution to derive "
             "a second boundary condition from"
         )
-    from ..expressions import parse_expression
-    from ..pdes import lap
-    from .mms import text
 
     dim = 3 if "nz" in case_spec["eval_grid"] else 2
     dirichlet = case_spec["bc"]["dirichlet"]
     conditions = dirichlet if isinstance(dirichlet, list) else [dirichlet]
-    laplacian = text(lap(parse_expression(exact["u"]), dim))
+    laplacian = mms.text(lap(parse_expression(exact["u"]), dim))
     derived = [{"on": c["on"], "value": laplacian} for c in conditions]
     case_spec["bc"]["laplacian"] = derived[0] if len(derived) == 1 else derived
     tags.append("imported_derived_laplacian_bc")
@@ -293,10 +298,6 @@ def hide_data(record):
     (starter.build_record): a component added to a leaking solution, then the forcing,
     boundary and initial data derived again from the (possibly new) solution, then every
     boundary condition's data hidden (build/hiding.py)."""
-    from ..cases import CaseRecord
-    from ..domains import resolve_geometry
-    from . import mms
-    from .hiding import Hiding
 
     case = record.model_dump(mode="json", exclude_none=True)
     spec, meta = case["case_spec"], case["evaluation_metadata"]
@@ -335,9 +336,6 @@ def hide_data(record):
 def import_file(source: Path, progress=None) -> tuple[list, list[tuple[int, str, str]]]:
     """(records, problems): valid CaseRecords, and (line, id, reason) for the rest;
     ``progress(line, id)`` is called before each record (hiding takes seconds a record)."""
-    from pydantic import ValidationError
-
-    from ..cases import CaseRecord
 
     records, problems = [], []
     for line, text in enumerate(Path(source).read_text(encoding="utf-8").splitlines(), start=1):
@@ -368,7 +366,6 @@ def import_file(source: Path, progress=None) -> tuple[list, list[tuple[int, str,
 def _checked(record, stage: str = "", skip: tuple[str, ...] = ()):
     """The record if it passes the static checks of `--pde-validate` but those named in
     ``skip``; references are built later."""
-    from ..validation import static_problems
 
     found = [p for p in static_problems(record) if not p.startswith(("reference:", *skip))]
     if found:

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..containers import ContainerError, probe
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
-from . import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
+from .base import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
 from .cxx_toolchain import (
     COMPILE_TIMEOUT_SEC,
     CXX_SOURCE_SUFFIXES,

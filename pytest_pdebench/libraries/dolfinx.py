@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..kernel_cache import KernelRule
-from . import PythonTrack
+from .base import PythonTrack
 
 # FFCx (XDG_CACHE_HOME/fenics): per form module a shared library, its C source and a
 # build log whose presence says "compiled"; only the library's content is needed

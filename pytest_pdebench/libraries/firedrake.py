@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from ..kernel_cache import KernelRule
-from . import OPEN_MPI_SINGLETON_ENV, PythonTrack, RuntimeMissing
+from .base import OPEN_MPI_SINGLETON_ENV, PythonTrack, RuntimeMissing
 
 # FIREDRAKE_CACHE_DIR: PyOP2 keeps each kernel as a shared library and its generated C code
 # (a pickled str); TSFC keeps compiled forms as pickled kernel objects (loopy programs).

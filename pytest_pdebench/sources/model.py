@@ -18,12 +18,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from ..cases import CaseRecord, agent_view
 from ..llm.cache import ResponseCache, SpendLedger
 from ..llm.client import Completion, ModelCallFailed, ModelClient
 from ..llm.extract import extract_code
-from ..llm.registry import ModelSpec
+from ..llm.registry import ModelSpec, RegistryError, api_key, resolve_model
 from ..prompts import feedback_prompt, single_shot_prompt
+from ..scaffolds import SUPPORTED, scaffold_for
 from . import Draft, Feedback, NotRun, Submission
 from .agents import agent_source
 
@@ -121,7 +124,6 @@ class ModelSource:
         return completion, False
 
     def base_prompt(self, record: CaseRecord, library: str) -> str:
-        from ..scaffolds import scaffold_for
 
         view = agent_view(record, library)
         scaffold = scaffold_for(view) if self.prompt_mode == "template" else None
@@ -131,9 +133,6 @@ class ModelSource:
 def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=None):
     """The source of ``--pde-model`` and friends (a code agent's with ``--pde-agent``); a
     bad name, file or missing key is a UsageError before any case runs."""
-    import pytest
-
-    from ..llm.registry import RegistryError, api_key, resolve_model
 
     if opt.pde_attempts < 1:
         raise pytest.UsageError("--pde-attempts must be at least 1")
@@ -151,8 +150,6 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
     if opt.pde_prompt == "template":
-        from ..scaffolds import SUPPORTED
-
         wanted = [name for value in (opt.pde_library or []) for name in value.split(",") if name.strip()]
         if not wanted or set(wanted) - set(SUPPORTED):
             raise pytest.UsageError(

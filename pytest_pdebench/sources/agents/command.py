@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...libraries import get_track
 from ...sandbox import Limits, get_backend
-from . import AGENT_CACHE, AgentEnd, AgentSource, literal
+from .base import AGENT_CACHE, AgentEnd, AgentSource, literal
 from .proxy import MeteringProxy
 
 FORWARDER = Path(__file__).with_name("forwarder.py")

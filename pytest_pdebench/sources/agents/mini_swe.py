@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...libraries import get_track
 from ...sandbox import Limits, get_backend
-from . import AGENT_CACHE, AgentEnd, AgentSource, literal
+from .base import AGENT_CACHE, AgentEnd, AgentSource, literal
 
 DONE_WORD = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's end-of-task signal
 OUTPUT_CHARS = 10_000  # of one command's output, shown to the model

@@ -1,0 +1,259 @@
+"""What every track shares: the runtime a track found, a build's result, the ``Track``
+and ``PythonTrack`` bases, the kernel stores' places and names, the environment a run
+gets. The tracks themselves are ``dolfinx.py``, ``firedrake.py`` and ``dealii.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..containers import ContainerError, env_in, probe_program, probe_python, python_in
+from ..kernel_cache import KernelRule
+from ..sandbox import RunRequest, WarmSpec
+
+
+def cache_root() -> Path:
+    """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
+    return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
+
+
+KEPT_KERNEL_STORES = 256
+STORE_IN_USE_SEC = 3600  # a store used this recently is not evicted (every item marks its store used)
+USED_SUFFIX = ".used"  # <store>.used, beside each store: its last use
+
+
+def kernel_store_root(library: str, runtime: Runtime) -> Path:
+    """Where a track's per-submission kernel stores live. ``kernel-stores-3``: stores of
+    earlier rules (``kernels``, whose folders held anything a run wrote; ``kernel-stores``,
+    which kept markers without their library; ``kernel-stores-2``, whose stores could be
+    evicted while in use and so left half a module) are never read."""
+    return cache_root() / "kernel-stores-3" / f"{library}-{runtime.key}"
+
+
+def least_recently_used(folder: Path) -> list[tuple[Path, float]]:
+    """(store, time of its last use) of the stores in ``folder``, oldest first; one that
+    another worker removes meanwhile is left out (two workers may evict at once)."""
+    found = []
+    for path in folder.iterdir():
+        if path.name.endswith(USED_SUFFIX):
+            continue
+        try:
+            found.append((path, path.with_name(path.name + USED_SUFFIX).stat().st_mtime))
+        except FileNotFoundError:
+            if path.exists():  # a store without its mark: as old as can be
+                found.append((path, 0.0))
+    return sorted(found, key=lambda entry: entry[1])
+
+
+def store_name(submission_fingerprint: str) -> str:
+    """A store's folder name: HMAC-SHA256 of the fingerprint under a key made once per
+    machine (``<cache>/store-key``, readable by its owner only), so the name tells a run
+    nothing about whose store it is."""
+    key_file = cache_root() / "store-key"
+    if not key_file.exists():
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another worker made it meanwhile
+            pass
+        else:
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(secrets.token_bytes(32))
+    key = key_file.read_bytes()
+    while len(key) < 32:  # written by another worker this very moment
+        time.sleep(0.01)
+        key = key_file.read_bytes()
+    return hmac.new(key, submission_fingerprint.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+class RuntimeMissing(RuntimeError):
+    """The track's runtime is not installed; the message says how to install it."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A detected runtime: what to mount read-only and the solver's environment."""
+
+    library: str
+    version: str
+    python: str
+    read_only: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    image: str | None = None  # the container backend: the image id the runtime lives in
+
+    @property
+    def key(self) -> str:
+        """Names the runtime in cache keys: a container image's runtime is not the host's."""
+        return f"{self.version}-{self.image.removeprefix('sha256:')[:12]}" if self.image else self.version
+
+
+@dataclass
+class BuildResult:
+    """A compiled submission (tracks with a build step): the executable or why not."""
+
+    executable: Path | None
+    seconds: float
+    cached: bool
+    used_pch: bool
+    failure: str | None = None
+    log: str | None = None  # the compiler's output (from its pipes, never a file of the build)
+
+
+class Track:
+    name = ""
+    suffixes: tuple[str, ...] = ()
+    install_hint = ""
+    binary_outputs = False  # may write solution_grid.bin / <name>.bin instead of solution.npz
+
+    def build(
+        self, runtime: Runtime, files: dict[str, bytes], solver_name: str, build_dir: Path, backend, limits
+    ) -> BuildResult | None:
+        """Compile the submission once per item (None: nothing to build)."""
+        return None
+
+    # which files of a run's cache folder are compiled kernels (see kernel_cache.py);
+    # none: nothing a run writes reaches another run
+    kernel_rules: tuple[KernelRule, ...] = ()
+    # what one run may add to the store at most (kernel_cache.KernelCache)
+    kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
+
+    # keep a submission's kernels across its items and sessions (a family solver used on
+    # 90 cases compiles its forms once); False: one store per item
+    shares_kernels = False
+
+    def warm_spec(self, solver_name: str):
+        return None  # compiled tracks: nothing to import before the program starts
+
+    def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
+        """The persistent kernel store of one submission (hash of its files: never shared
+        between submissions) for this runtime version, or None: one store per item. Keeps
+        the KEPT_KERNEL_STORES most recently used. Its folder's name is a keyed hash of the
+        submission's fingerprint (the key is this machine's, ``store_name``): the sandbox's
+        mount table shows the folder, and it must not name the submission."""
+        if not self.shares_kernels:
+            return None
+        folder = kernel_store_root(self.name, runtime)
+        path = folder / store_name(submission_fingerprint)
+        folder.mkdir(parents=True, exist_ok=True)
+        # its last use, beside it (the store's own times are frozen, run_folders.py: a run
+        # sees them): what eviction goes by
+        path.with_name(path.name + USED_SUFFIX).touch()
+        for old, used in least_recently_used(folder)[:-KEPT_KERNEL_STORES]:
+            if used < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
+                shutil.rmtree(old, ignore_errors=True)
+                old.with_name(old.name + USED_SUFFIX).unlink(missing_ok=True)
+        return path
+
+    def detect(self) -> Runtime:
+        raise NotImplementedError
+
+    def detect_container(self, image: str, labels: dict) -> Runtime:
+        """The runtime inside a container image (the docker sandbox)."""
+        raise RuntimeMissing(f"the {self.name} track does not run in containers yet")
+
+    def run_request(self, runtime: Runtime, solver_name: str, workdir: Path, cache_dir: Path, limits) -> RunRequest:
+        raise NotImplementedError
+
+
+def _probe_python(python: str, modules: str, version_expr: str, timeout: float = 120) -> dict:
+    """Ask an interpreter for its prefixes and a library version, in a subprocess."""
+    code = probe_program(modules, version_expr)
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeMissing(str(exc)) from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeMissing(f"{python}: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# Open MPI (Debian's, under Firedrake and deal.II) as a singleton in a network-less sandbox:
+# it looks for no peers (ess), and is given the only transports a process alone needs,
+# ob1 over "self", instead of probing UCX, libfabric and shared memory for them. Measured
+# in a warm Firedrake run: MPI_Init 0.37 s with Open MPI's defaults, 0.025 s with these
+# (README, "Overhead of the warm runner"). MPI starts outside the timed windows of the
+# Python tracks; deal.II's oracle does not start MPI.
+OPEN_MPI_SINGLETON_ENV = {"OMPI_MCA_ess_singleton_isolated": "1", "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self"}
+
+
+def thread_env() -> dict[str, str]:
+    """One thread per BLAS/OpenMP pool: parallelism is the solver's explicit choice."""
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # set on some CPUs because older OpenBLAS builds compute wrong results there
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class PythonTrack(Track):
+    """A track whose submissions are Python files exposing solve(case_spec)."""
+
+    suffixes = (".py",)
+    python_env_var = ""
+    probe_modules = ""
+    version_expr = ""
+    preload = ""
+    # the warm runner (sandbox/warm.py): imported once per worker, before any fork;
+    # None: this track's runs always start a fresh interpreter
+    zygote_preload: str | None = None
+    defer_mpi = False  # the zygote leaves MPI uninitialised; each run initialises its own
+
+    def warm_spec(self, solver_name: str):
+        """What the warm runner needs for a run of ``solver_name``, or None."""
+        if self.zygote_preload is None:
+            return None
+        return WarmSpec(solver_name, self.preload, self.zygote_preload, self.defer_mpi)
+
+    def python_path(self) -> str:
+        return os.environ.get(self.python_env_var) or sys.executable
+
+    def detect(self) -> Runtime:
+        python = self.python_path()
+        try:
+            info = _probe_python(python, self.probe_modules, self.version_expr)
+        except RuntimeMissing as exc:
+            raise RuntimeMissing(f"{self.name} runtime not found ({exc}). {self.install_hint}") from None
+        read_only = tuple(dict.fromkeys([info["prefix"], info["base_prefix"], *self.extra_read_only(info)]))
+        return Runtime(self.name, info["version"], python, read_only, self.extra_env(info))
+
+    def detect_container(self, image: str, labels: dict) -> Runtime:
+        python = python_in(self.name, labels)
+        try:
+            info = probe_python(image, python, self.probe_modules, self.version_expr)
+        except ContainerError as exc:
+            raise RuntimeMissing(f"{self.name} runtime not usable in image {image[:19]}: {exc}") from None
+        return Runtime(self.name, info["version"], python, (), {**env_in(labels), **self.extra_env(info)}, image=image)
+
+    def extra_env(self, info: dict) -> dict[str, str]:
+        return {}
+
+    def extra_read_only(self, info: dict) -> list[str]:
+        return []
+
+    def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
+        env = {
+            "PATH": f"{Path(runtime.python).parent}:/usr/bin:/bin",
+            "HOME": "{work}",
+            "XDG_CACHE_HOME": "{cache}",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            **thread_env(),
+            **runtime.env,
+        }
+        argv = [runtime.python, "-I", "{harness}/runner.py", solver_name, self.preload]
+        return RunRequest(
+            argv, workdir, cache_dir, env, [Path(p) for p in runtime.read_only], limits, image=runtime.image
+        )
