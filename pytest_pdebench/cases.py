@@ -210,6 +210,13 @@ class CalibrationConfig(Strict):
     upstream_oracle: dict[str, Any] | None = None  # imported records: the upstream oracle_config's solver part
 
 
+class Variant(Strict):
+    """A live variant (authoring/variants.py): drawn afresh from a published record's design."""
+
+    seed: int
+    of: str = Field(pattern=r"^[0-9a-f]{16}$")  # record_digest of the published record it varies
+
+
 class EvaluationMetadata(Strict):
     construction_method: Literal[CONSTRUCTION_METHODS]  # type: ignore[valid-type]  # (see Family)
     manufactured_solution: dict[str, ExpressionOrVector] | None = None
@@ -221,6 +228,7 @@ class EvaluationMetadata(Strict):
     # 2: the agent-visible data differ from the exact solution (issue 11), checked by
     # --pde-validate; absent: built before that (boundary data = the exact solution)
     data_revision: int | None = Field(default=None, ge=1)
+    variant: Variant | None = None  # set on a live variant only
 
 
 class Tags(Strict):

@@ -15,6 +15,8 @@ pdebench build-suite                    the full suite from build/design_matrix.
 pdebench calibration-configs [CASES]    draw the records' calibration settings again
 pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
                                         away, and what solvers that solve nothing pass
+pdebench variants --seed S [CASES]      live variants: each record's sibling drawn afresh
+                                        from its design, written as one JSONL file
 pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
 pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
                                         run per registry model
@@ -38,6 +40,7 @@ from .authoring.references import build_references, store_reference_agreement
 from .authoring.starter import starter_records
 from .authoring.suite import suite_records
 from .authoring.upstream import import_to
+from .authoring.variants import write_variants
 from .calibration import materialize_case_files
 from .cases import agent_view, load_cases, rewrite_case_file
 from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
@@ -186,6 +189,12 @@ def _calibration_configs(args) -> int:
         families=args.family,
     )
     return 0
+
+
+def _variants(args) -> int:
+    families = set(args.family or [])
+    output = Path(args.output or f"reports/variants/seed-{args.seed}.jsonl")
+    return write_variants(Path(args.cases), args.seed, output, (lambda r: r.family in families) if families else None)
 
 
 def _leak_audit(args) -> int:
@@ -406,6 +415,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     agreement.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     agreement.set_defaults(func=_reference_agreement)
+
+    varied = commands.add_parser("variants", help="live variants of the records, drawn afresh for a seed")
+    varied.add_argument("cases", nargs="?", default="cases", help="a case file or folder (default: cases/)")
+    varied.add_argument("--seed", type=int, required=True)
+    varied.add_argument("--family", action="append", help="only these families (repeatable)")
+    varied.add_argument("--output", help="the JSONL file to write (default: reports/variants/seed-S.jsonl)")
+    varied.set_defaults(func=_variants)
 
     audit = commands.add_parser("leak-audit", help="records whose agent-visible data give the answer away")
     audit.add_argument("cases")

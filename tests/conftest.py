@@ -131,6 +131,7 @@ SLOW = (
     "tests/test_calibration.py::test_timeout_option_kills_a_slow_run_as_f_exec",  # 7 s
     "tests/test_cases.py::test_committed_cases_are_the_generated_starter_suite",  # 28 s of sympy
     "tests/test_dealii.py",  # deal.II compiles: 16-60 s
+    "tests/test_variants.py::test_the_command_writes_the_variants_and_says_what_it_left",  # 48 records: 30 s
     "tests/test_gates.py::test_regating_stored_numbers_equals_a_real_run_with_other_alphas",  # 24 s
     "tests/test_guides.py",  # 5-14 s
     "tests/test_interrupt.py",  # 11-16 s

@@ -520,10 +520,11 @@ DESIGNS = [
 DATA_REVISION = 2  # boundary data differ from the solution inside, no eigenfunctions (issue 11)
 
 
-def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
+def build_record(design: Design, hide_solution: bool = True, key: str | None = None) -> CaseRecord:
     """The record of a design; ``hide_solution=False`` gives the data of revision 1
     (boundary data = the exact solution), that of the committed files until they are
-    regenerated."""
+    regenerated. ``key`` seeds the hiding's draws (default: the design's id; a variant
+    gives its own, so that its hidden data are drawn afresh too)."""
 
     params = DOMAINS.get(design.domain)
     if params is None:  # the template's documented defaults, spelled out for the agent
@@ -549,7 +550,7 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     domain = _domain_block(design, geometry, params)
     hiding = None
     if hide_solution and not design.smoke:
-        hiding = _hiding(design, geometry, {"pde": pde, "domain": domain, "eval_grid": eval_grid})
+        hiding = _hiding(design, geometry, {"pde": pde, "domain": domain, "eval_grid": eval_grid}, key)
         if hiding.bumped:
             u = hiding.solution["u"]
             design = dataclasses.replace(design, u=tuple(u) if isinstance(u, list) else u)
@@ -583,13 +584,20 @@ def build_record(design: Design, hide_solution: bool = True) -> CaseRecord:
     return record
 
 
-def _hiding(design: Design, geometry, case_spec: dict):
+def _hiding(design: Design, geometry, case_spec: dict, key: str | None = None):
     """A design's solution with a bump where it needs one, and the means to hide its
     boundary data (build/hiding.py)."""
 
     names = Output.model_validate(_output_block(design)).arrays
     return Hiding(
-        design.id, design.family, design.pde_params(), design.exact(), geometry, case_spec, names, design.periodic
+        key or design.id,
+        design.family,
+        design.pde_params(),
+        design.exact(),
+        geometry,
+        case_spec,
+        names,
+        design.periodic,
     )
 
 

@@ -1,0 +1,167 @@
+"""Live variants (issue 39): for a published record, a sibling drawn afresh from the same
+design, so that a score on it cannot come from having seen the published answers.
+
+A variant keeps everything that makes the case what it is: family, regime and its
+coefficients, domain template and parameters, boundary-condition kinds and tags,
+evaluation grid, time interval, difficulty tag, evaluation and calibration settings. What
+changes is the exact solution, by a transformation that keeps its structure:
+
+    u_variant(X, t) = A * u(X', t),   X' = c + s * (X - c) - d
+
+with c the domain's box centre, ``s`` a scale of the coordinates (frequencies and widths
+change by up to 15%; 1 across a periodic direction, whose period must stay), ``d`` a shift
+of up to a tenth of the box per axis (centres move; any shift keeps a periodic direction
+periodic) and ``A`` an amplitude (a factor 2 either way; 1.25 for the nonlinear families,
+whose difficulty grows with it). The same map applied to every velocity component keeps a
+flow divergence free (its divergence is A s (div u)(X')); a pressure gets the amplitude.
+From there the record is built as the published one was (``starter.build_record``: sympy
+derives forcing, boundary and initial data; the answer is hidden as in data revision 2,
+with the hiding's draws keyed on the variant), and ``--pde-validate``'s static checks,
+the leak check included, must pass.
+
+Deterministic in (record, seed). Records without an exact solution (a numerical
+reference) and the smoke cases are not varied: ``variants`` returns None for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import sympy as sp
+
+from ..cases import CaseRecord, Variant, load_cases, write_case_file
+from ..domains import resolve_geometry
+from ..expressions import expression_to_string, parse_expression, x, y, z
+from ..validation import static_problems
+from . import mms
+from .hiding import case_rng
+from .starter import DOMAINS, Design, build_record
+from .suite import suite_designs
+
+SCALE_RANGE = 0.15  # coordinates scaled by 1 +- this: frequencies and widths
+SHIFT_SHARE = 0.10  # of the box's extent per axis: centres
+AMPLITUDE = {"default": 2.0, "burgers": 1.25, "navier_stokes": 1.25, "reaction_diffusion": 1.25}
+AXES = (x, y, z)
+
+
+class VariantError(Exception):
+    """A variant that cannot be made, or fails the checks its published record passes."""
+
+
+def record_digest(record: CaseRecord) -> str:
+    """What a variant names as its origin: a hash of the whole published record."""
+    return hashlib.sha256(record.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _rounded(value: float) -> sp.Float:
+    return sp.Float(f"{value:.3g}")
+
+
+def transform(design: Design, seed: int) -> Design:
+    """The design with its exact solution moved by the variant's map (see the module)."""
+    rng = case_rng(design.id, f"variant:{seed}")
+    params = DOMAINS.get(design.domain)
+    geometry = resolve_geometry({"type": design.domain, **({"geometry_params": params} if params else {})})
+    box = geometry.bbox
+    periodic = set(design.periodic)
+    scale = 1.0 if periodic else float(rng.uniform(1 - SCALE_RANGE, 1 + SCALE_RANGE))
+    spread = AMPLITUDE.get(design.family, AMPLITUDE["default"])
+    amplitude = float(spread ** rng.uniform(-1.0, 1.0))
+    mapping = {}
+    for axis in range(geometry.dim):
+        low, high = box[2 * axis], box[2 * axis + 1]
+        centre, shift = (low + high) / 2, float(rng.uniform(-SHIFT_SHARE, SHIFT_SHARE)) * (high - low)
+        mapping[AXES[axis]] = _rounded(centre) + _rounded(scale) * (AXES[axis] - _rounded(centre)) - _rounded(shift)
+
+    def moved(text: str) -> str:
+        expr = parse_expression(text).subs(mapping, simultaneous=True)
+        return expression_to_string(_rounded(amplitude) * expr)
+
+    u = design.u
+    assert u is not None  # callers vary only manufactured designs
+    new_u = tuple(moved(c) for c in u) if isinstance(u, tuple) else moved(u)
+    return dataclasses.replace(design, u=new_u, p=moved(design.p) if design.p is not None else None)
+
+
+def variant(published: CaseRecord, design: Design, seed: int, case_dir: Path | None = None) -> CaseRecord | None:
+    """The published record's variant for ``seed``, or None where records are not varied
+    (no exact solution, a smoke case). Raises VariantError if it fails the static checks."""
+    if design.u is None or design.smoke:
+        return None
+    # sympy's simplify takes minutes on some data with the map's floats in them: the
+    # variant's data stay as derived (the same values; the checks parse them back)
+    with mms.simplify_limit(0):
+        built = build_record(transform(design, seed), key=f"{design.id}:variant:{seed}")
+    meta = published.evaluation_metadata
+    record = published.model_copy(
+        update={
+            "case_spec": built.case_spec,
+            "evaluation_metadata": meta.model_copy(
+                update={
+                    "manufactured_solution": built.evaluation_metadata.manufactured_solution,
+                    "data_revision": built.evaluation_metadata.data_revision,
+                    "thresholds": {},  # baselines of the published data say nothing of these
+                    "variant": Variant(seed=seed, of=record_digest(published)),
+                }
+            ),
+        }
+    )
+    record = CaseRecord.model_validate(record.model_dump())  # the copy is checked as a loaded record is
+    problems = static_problems(record, case_dir or Path("."))
+    if problems:
+        raise VariantError(f"{published.id} (seed {seed}): " + "; ".join(problems))
+    return record
+
+
+def variants(
+    records: Iterable[CaseRecord],
+    seed: int,
+    case_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[CaseRecord], list[str]]:
+    """(variants, ids of the records left as they are, with why) for ``seed``."""
+    designs = {design.id: design for design in suite_designs()}
+    made, kept = [], []
+    for record in records:
+        design = designs.get(record.id)
+        if design is None:
+            kept.append(f"{record.id}: not a design of the suite")
+            continue
+        varied = variant(record, design, seed, case_dir)
+        if varied is None:
+            kept.append(f"{record.id}: {'a smoke case' if design.smoke else 'no exact solution'}")
+            continue
+        made.append(varied)
+        if progress:
+            progress(record.id)
+    return made, kept
+
+
+def write_variants(
+    cases: Path,
+    seed: int,
+    output: Path,
+    select: Callable[[CaseRecord], bool] | None = None,
+    log: Callable[[str], None] = print,
+) -> int:
+    """``pdebench variants``: the variants of the records under ``cases`` (those ``select``
+    keeps) for ``seed``, written to ``output`` as one JSONL file; says how many records
+    were left as they are and why. Returns an exit code (1: a variant failed its checks)."""
+    loaded = load_cases(cases)
+    records = [record for _, _, record in loaded if select is None or select(record)]
+    case_dir = Path(cases) if Path(cases).is_dir() else Path(cases).parent
+    try:
+        made, kept = variants(records, seed, case_dir)
+    except VariantError as exc:
+        log(f"pdebench variants: {exc}")
+        return 1
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_case_file(output, made)
+    reasons = Counter(line.partition(": ")[2] for line in kept)
+    left = ", ".join(f"{count} {why}" for why, count in sorted(reasons.items())) or "none"
+    log(f"{len(made)} variants of {len(records)} records (seed {seed}) in {output}; left as they are: {left}")
+    return 0

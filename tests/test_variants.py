@@ -1,0 +1,111 @@
+"""Live variants (issue 39): a published record's sibling drawn afresh from its design."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from pytest_pdebench.authoring.suite import suite_designs
+from pytest_pdebench.authoring.variants import record_digest, variant
+from pytest_pdebench.cases import FAMILIES, CaseRecord, iter_case_file, load_cases
+from pytest_pdebench.expressions import parse_expression, x, y
+from pytest_pdebench.testing import REPO
+
+CASES = REPO / "cases"
+
+
+@cache
+def published() -> dict[str, CaseRecord]:
+    return {record.id: record for _, _, record in load_cases(CASES)}
+
+
+@cache
+def designs() -> dict:
+    return {design.id: design for design in suite_designs()}
+
+
+def first_manufactured(family: str) -> CaseRecord:
+    return next(r for r in published().values() if r.family == family and designs()[r.id].u is not None)
+
+
+def what_stays(record: CaseRecord) -> dict:
+    spec = record.case_spec_dict()
+    # the kinds of condition, where they apply, and which fields they give (not the values)
+    bc = {
+        kind: [(c.get("on"), sorted(c)) for c in (conds if isinstance(conds, list) else [conds])]
+        for kind, conds in spec["bc"].items()
+    }
+    return {
+        "family": record.family,
+        "math_type": record.pde_classification.math_type,
+        "domain": spec["domain"],
+        "pde_params": spec["pde"]["params"],
+        "time": spec["pde"].get("time"),
+        "bc": json.dumps(bc, sort_keys=True, default=str),
+        "eval_grid": spec["eval_grid"],
+        "output": spec["output"],
+        "tags": record.tags,
+        "evaluation_config": record.evaluation_config,
+        "calibration_config": record.evaluation_metadata.calibration_config,
+        "libraries": record.supported_libraries,
+    }
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_variant_keeps_the_design_and_draws_a_new_answer(family):
+    record = first_manufactured(family)
+    made = variant(record, designs()[record.id], 11, CASES)  # raises if the static and leak checks fail
+    assert made is not None and made.id == record.id
+    assert what_stays(made) == what_stays(record)
+    new, old = made.evaluation_metadata.manufactured_solution, record.evaluation_metadata.manufactured_solution
+    assert new != old and made.case_spec_dict()["pde"].get("forcing") != record.case_spec_dict()["pde"].get("forcing")
+    assert made.evaluation_metadata.variant.seed == 11
+    assert made.evaluation_metadata.variant.of == record_digest(record)
+    assert made.evaluation_metadata.thresholds == {}  # the published data's baselines do not apply
+
+
+def test_variants_are_deterministic_in_record_and_seed():
+    record = first_manufactured("poisson")
+    design = designs()[record.id]
+    once, again = variant(record, design, 5, CASES), variant(record, design, 5, CASES)
+    other = variant(record, design, 6, CASES)
+    assert once.model_dump_json() == again.model_dump_json()
+    assert other.evaluation_metadata.manufactured_solution != once.evaluation_metadata.manufactured_solution
+
+
+def test_a_flow_variant_stays_divergence_free():
+    record = first_manufactured("stokes")
+    made = variant(record, designs()[record.id], 3, CASES)
+    u = [parse_expression(c) for c in made.evaluation_metadata.manufactured_solution["u"]]
+    divergence = sp.lambdify((x, y), sp.diff(u[0], x) + sp.diff(u[1], y), "numpy")
+    points = np.random.default_rng(0).uniform(0, 1, size=(50, 2))
+    scale = max(abs(float(sp.lambdify((x, y), c)(*p))) for c in u for p in points[:5]) or 1.0
+    assert np.max(np.abs(divergence(points[:, 0], points[:, 1]))) < 1e-9 * scale
+
+
+def test_records_without_an_exact_solution_are_not_varied():
+    record = next(r for r in published().values() if designs()[r.id].u is None)
+    assert variant(record, designs()[record.id], 1, CASES) is None
+
+
+def test_the_command_writes_the_variants_and_says_what_it_left(tmp_path):
+    out = tmp_path / "v.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_pdebench.cli", "variants", "--seed", "4", "--family", "biharmonic",
+         "--output", str(out)],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = [record for _, record in iter_case_file(out)]
+    biharmonic = [r for r in published().values() if r.family == "biharmonic"]
+    no_exact = sum(designs()[r.id].u is None for r in biharmonic)
+    assert len(written) == len(biharmonic) - no_exact
+    assert f"{len(written)} variants of {len(biharmonic)} records (seed 4)" in done.stdout
+    assert f"{no_exact} no exact solution" in done.stdout
+    assert all(r.evaluation_metadata.variant.seed == 4 for r in written)
