@@ -380,6 +380,17 @@ def test_the_calibration_summary_names_the_days_and_the_probe_spread_of_its_base
     assert "none carries a speed probe" in baselines_line({"old": {"calibrated_at": "2026-11-23T10:00:00Z"}})
 
 
+def test_the_calibration_summary_of_thresholds_stored_in_the_records_alone(tmp_path):
+    # no calibration file on this machine: every row's thresholds are the records' own
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_pdebench.cli", "calibration-summary", "--library", "dolfinx",
+         "--calibrations", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "runtime baselines: 0, no dates" in done.stdout
+    assert "from the records' stored thresholds, measured elsewhere" in done.stdout
+
+
 def test_the_report_header_warns_when_the_baselines_were_timed_on_a_faster_machine(tmp_path):
     (tmp_path / "solvers" / "dolfinx").mkdir(parents=True)
     write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
