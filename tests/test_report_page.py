@@ -9,10 +9,9 @@ import subprocess
 
 import pytest
 
-from test_report import json_report, verdict
-
 from pytest_pdebench.analysis.render import write_report
 from pytest_pdebench.analysis.runs import load_run
+from pytest_pdebench.testing import json_report, verdict
 from pytest_pdebench.testing import REQUIRE_RUNTIMES, missing
 
 
