@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from ..cases import CaseRecord, Output
+from ..cases import FAMILIES, CaseRecord, Output
 from ..domains import resolve_geometry
 from . import mms
 from .hiding import Hiding
@@ -656,16 +656,7 @@ def _record(design: Design, case_spec: dict, metadata: dict) -> CaseRecord:
 
 
 # which tracks carry which families (the paper's Table 3b)
-FIREDRAKE_FAMILIES = {
-    "poisson",
-    "helmholtz",
-    "biharmonic",
-    "linear_elasticity",
-    "heat",
-    "convection_diffusion",
-    "reaction_diffusion",
-    "stokes",
-}
+FIREDRAKE_FAMILIES = set(FAMILIES) - {"navier_stokes", "burgers", "wave"}
 DEALII_FAMILIES = FIREDRAKE_FAMILIES | {"navier_stokes"}
 
 
