@@ -18,6 +18,10 @@ then sums the parts: each from its start to the last verdict it wrote).
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
   dishonest solvers of tests/data/dishonest (goal: 0 PASS);
+- with ``--variants SEED`` every rung runs on the variants of that seed (paired
+  baselines), with ``--baseline paired`` on the published records with paired baselines,
+  and with ``--select N`` on N records per family (manufactured ones under --variants):
+  the rung's files are then named ``<rung>-variants-SEED``, ``<rung>-paired``, ``-selectN``;
 - ``calibration-again``: the calibration run again (the oracle at the calibration
   settings, same workers and runs as the committed one) on --sample cases per family,
   into a scratch calibration folder: t_base again / t_base committed is the oracle
@@ -58,13 +62,17 @@ SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle",
 OUT = REPO / "reports" / "validity"
 RESULTS = REPO / "benchmarks" / "results"
 SCRATCH_CALIBRATIONS = OUT / "calibration-again"  # calibration-again writes here, never to calibrations/
-KEPT = ("case_id", "library", "family", "outcome", "reason", "error", "tau_acc", "t_agent", "t_base", "tau_time",
-        "t_first_run", "timed_runs", "worker")
+KEPT = ("case_id", "library", "family", "outcome", "reason", "error", "e_base", "tau_acc", "t_agent", "t_base",
+        "tau_time", "t_first_run", "timed_runs", "worker", "variant_seed", "calibration", "stored", "sibling")
+BASELINE_KEPT = ("error", "t_first_run", "timed_runs", "t_base")  # of a paired oracle's figures
 
 
 def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
-             resume: bool = False) -> tuple[list[dict], float | None]:
-    """(verdicts, wall seconds of the run, over all its parts when it was resumed)."""
+             resume: bool = False, live: tuple[str, list[str]] = ("", [])) -> tuple[list[dict], float | None]:
+    """(verdicts, wall seconds of the run, over all its parts when it was resumed);
+    ``live``: (the name's suffix, the pytest options) of --variants, --baseline, --select."""
+    source, (suffix, options) = SOURCES[rung], live
+    rung = rung + suffix
     report, parts = OUT / f"{library}-{rung}.json", OUT / f"{library}-{rung}.parts.json"
     if not resume:
         for folder in rung_folders(library, rung):
@@ -73,7 +81,7 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
     starts, this_start = (json.loads(parts.read_text()) if parts.is_file() else []), time.time()
     parts.write_text(json.dumps(starts + [this_start]))  # kept before it runs: a killed part still counts
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
-               f"--pde-library={library}", f"--pde-submissions={REPO / SOURCES[rung]}", f"--pde-runs={runs}",
+               f"--pde-library={library}", f"--pde-submissions={REPO / source}", f"--pde-runs={runs}", *options,
                f"--pde-output={rung_folders(library, rung)[0]}", "--pde-resume",  # empty unless resuming
                "--json-report", f"--json-report-file={report}"]
     if rung == "calibration-again":
@@ -82,7 +90,7 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
                     f"--pde-calibrations={SCRATCH_CALIBRATIONS}", "-k", " or ".join(sampled(library, sample))]
         jobs = conditions.get("workers", jobs)
     cluster = None
-    if rung == "oracle-cluster":  # the workers stand in for -n: one core each, as on a cluster
+    if rung.startswith("oracle-cluster"):  # the workers stand in for -n: one core each, as on a cluster
         from pytest_pdebench.testing.loopback import LoopbackCluster
 
         shutil.rmtree(OUT / "cluster", ignore_errors=True)
@@ -131,9 +139,44 @@ def keep(library: str, rung: str, verdicts: list[dict], conditions: dict) -> Pat
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{library}-{rung}.json"
     lines = [json.dumps(conditions, sort_keys=True)]
-    lines += [json.dumps({key: v.get(key) for key in KEPT}) for v in sorted(verdicts, key=lambda v: v["case_id"])]
+    lines += [json.dumps({**{key: v.get(key) for key in KEPT}, **_baseline_kept(v)})
+              for v in sorted(verdicts, key=lambda v: v["case_id"])]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _baseline_kept(verdict: dict) -> dict:
+    base = verdict.get("baseline")
+    return {"baseline": {key: base.get(key) for key in BASELINE_KEPT}} if base else {}
+
+
+def live_options(variants: int | None, baseline: str | None, select: int | None,
+                 library: str) -> tuple[str, list[str]]:
+    """(the rung names' suffix, the pytest options) of --variants, --baseline and --select."""
+    suffix, options = "", []
+    if variants is not None:
+        suffix, options = f"-variants-{variants}", [f"--pde-variants={variants}"]
+    elif baseline == "paired":
+        suffix, options = "-paired", ["--pde-baseline=paired"]
+    if select:
+        suffix += f"-select{select}"
+        options += ["-k", " or ".join(selected(library, select))]
+    return suffix, options
+
+
+def selected(library: str, per_family: int) -> list[str]:
+    """Up to per_family manufactured records of each family (those a variant exists for),
+    spread over the sorted ids: the same records for the published suite and every seed."""
+    by_family: dict[str, list[str]] = {}
+    for _, _, record in load_cases(REPO / "cases"):
+        meta = record.evaluation_metadata
+        if library in record.supported_libraries and meta.manufactured_solution and "smoke" not in record.tags:
+            by_family.setdefault(record.family, []).append(record.id)
+    chosen = []
+    for ids in by_family.values():
+        ids.sort()
+        chosen += ids[::max(1, len(ids) // per_family)][:per_family]
+    return chosen
 
 
 def kept(library: str, rung: str) -> list[dict] | None:
@@ -198,10 +241,14 @@ def ratio_line(verdicts: list[dict]) -> str:
 
 def cost_line(verdicts: list[dict], seconds: float, jobs: int) -> str:
     """Wall time against the solver's own: every run's timed window (the gated run's and the
-    timed runs'), summed over items and shared by the workers."""
+    timed runs', a paired oracle's included), summed over items and shared by the workers."""
     if any("t_first_run" not in v for v in verdicts):
         return "wall against solving: these verdicts were kept without the gated runs' windows (an older run)"
-    solving = sum((v["t_first_run"] or 0.0) + sum(v.get("timed_runs") or ()) for v in verdicts)
+
+    def windows(figures: dict) -> float:
+        return (figures.get("t_first_run") or 0.0) + sum(figures.get("timed_runs") or ())
+
+    solving = sum(windows(v) + windows(v.get("baseline") or {}) for v in verdicts)
     if not solving:
         return "wall against solving: no timed windows in these verdicts"
     share = solving / jobs
@@ -246,18 +293,24 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true", help="print from the reports already written")
     parser.add_argument("--resume", action="store_true", help="pick up interrupted rungs instead of starting afresh")
     parser.add_argument("--sample", type=int, default=10, help="calibration-again: cases per family")
+    parser.add_argument("--variants", type=int, metavar="SEED", help="run the rungs on the variants of SEED")
+    parser.add_argument("--baseline", choices=("stored", "paired"), help="paired: the oracle beside each item")
+    parser.add_argument("--select", type=int, metavar="N", help="N manufactured records per family only")
     args = parser.parse_args()
+    live = live_options(args.variants, args.baseline, args.select, args.library)
     OUT.mkdir(parents=True, exist_ok=True)
     results = {}
-    for rung in args.rungs.split(","):
+    for base_rung in args.rungs.split(","):
+        rung = base_rung + live[0]
         report = OUT / f"{args.library}-{rung}.json"
         if args.reuse and report.is_file():
             results[rung] = (verdicts_of(report), None)
         elif args.reuse and kept(args.library, rung) is not None:
             results[rung] = (kept(args.library, rung), None)
         else:
-            results[rung] = run_rung(rung, args.library, args.jobs, args.runs, args.sample, args.resume)
+            results[rung] = run_rung(base_rung, args.library, args.jobs, args.runs, args.sample, args.resume, live)
             conditions = {"rung": rung, "library": args.library, "jobs": args.jobs, "runs": args.runs,
+                          "options": live[1][:1],
                           "resumed": args.resume,  # then "minutes" sums the parts (earlier_parts)
                           "minutes": round(results[rung][1] / 60, 1), "revision": git_revision(),
                           "machine": machine_key(), "date": time.strftime("%Y-%m-%d")}
@@ -265,9 +318,9 @@ def main() -> int:
     for rung, (verdicts, seconds) in results.items():
         how = f"{args.jobs} cluster workers" if rung == "oracle-cluster" else f"-n {args.jobs}"
         took = f", {seconds / 60:.1f} min with {how}" if seconds else ""
-        print(f"\n== {rung} ({SOURCES[rung]}): {len(verdicts)} items{took}")
+        print(f"\n== {rung} ({SOURCES[rung.removesuffix(live[0])]}): {len(verdicts)} items{took}")
         print(outcome_table(verdicts))
-        if rung.startswith("oracle") or rung == "textbook":
+        if rung.startswith(("oracle", "textbook")):
             print(ratio_line(verdicts))
         kept_as = {} if seconds else conditions_of(args.library, rung) or {}
         if rung.startswith("oracle") and (seconds or kept_as.get("minutes")):

@@ -56,7 +56,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import gates, metrics
-from .calibration import Alphas, check_baseline
+from .calibration import Alphas, ResolvedThresholds, check_baseline
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
@@ -90,6 +90,10 @@ class Settings:
     # --pde-cluster: each library's runtime as the workers report it, (library, version, image,
     # why it is missing); the controller itself may have none
     remote_runtimes: tuple[tuple[str, str, str | None, str | None], ...] = ()
+    baseline: str = "stored"  # --pde-baseline: stored calibrations, or the oracle paired with each item
+    oracle_dir: Path | None = None  # the oracle's solvers (paired baselines)
+    variant_seed: int | None = None  # --pde-variants: the items run on their variants of this seed
+    sibling: bool = False  # --pde-sibling: a passing solver also runs on a variant no prompt showed
 
     def runner_for(self, library: str) -> str:
         """The runner the library's runs get: warm (sandbox/warm.py) under bubblewrap for
@@ -119,6 +123,11 @@ class Settings:
     @property
     def calibrate_hint(self) -> str:
         return "" if self.sandbox == "bubblewrap" else f" -- --pde-sandbox={self.sandbox}"
+
+
+class BaselineFailure(Exception):
+    """The paired oracle failed or gave a baseline that cannot set thresholds: the item
+    has no verdict (it is not the submission's failure)."""
 
 
 @dataclass
@@ -165,9 +174,17 @@ class Verdict(RunFacts):
     alphas: dict[str, float] | None = None  # the multipliers and bounds tau_acc and tau_time came from
     timed_failure: str | None = None  # a timed run that failed (an F-Acc near miss's too)
     source_failure: bool = False  # F-Exec that is not the solver's: an agent crashed or hit a limit
+    variant_seed: int | None = None  # --pde-variants: the seed of the variant the item ran on
+    variant_of: str | None = None  # ... and the digest of the published record it was drawn from
+    baseline: dict[str, Any] | None = None  # --pde-baseline=paired: the oracle's own figures beside these
+    stored: dict[str, Any] | None = None  # paired: the stored calibration's thresholds and outcome, if any
+    sibling: dict[str, Any] | None = None  # --pde-sibling: the same solver on a variant no prompt showed
 
     @classmethod
     def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> Verdict:
+        variant = record.evaluation_metadata.variant
+        if variant is not None:
+            fields = {"variant_seed": variant.seed, "variant_of": variant.of, **fields}
         return cls(
             case_id=record.id,
             library=library,
@@ -223,6 +240,10 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
         settings.calibrate,
         settings.sandbox,
     ]
+    if plan.oracle is not None:  # another oracle is another baseline
+        parts += ["paired", plan.oracle.fingerprint]
+    if settings.sibling:
+        parts.append("sibling")
     if settings.sandbox == "docker":  # another image is another runtime
         parts.append(settings.runtime(library).image)
     if settings.runner_for(library) == "warm":  # another timed-window constant
@@ -266,7 +287,15 @@ def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunT
         runner=settings.runner_for(library),
         image=dict(settings.images).get(library),
         calibration_setting=calibration_setting(record, library) if settings.calibrate else None,
+        baseline=None if plan.oracle is None else _oracle_task(plan, plan.oracle, settings),
     )
+
+
+def _oracle_task(plan: ItemPlan, oracle: Submission, settings: Settings) -> RunTask:
+    """The paired oracle's runs: the item's task with the oracle's solver, given the
+    record's calibration setting as a calibration run is (the baseline at the paper's
+    difficulty), in the same sandbox and runner."""
+    return run_task(dataclasses.replace(plan, oracle=None), oracle, dataclasses.replace(settings, calibrate=True))
 
 
 def evaluate(
@@ -302,12 +331,15 @@ def evaluate(
             thresholds.source,
         )
         verdict.alphas = thresholds.factors
+    if plan.stored is not None:
+        verdict.stored = {name: getattr(plan.stored, name) for name in ("e_base", "t_base", "tau_acc", "tau_time")}
+        verdict.stored["source"] = plan.stored.source
     if item_dir.exists():
         shutil.rmtree(item_dir)
     item_dir.mkdir(parents=True)
     for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
         (item_dir / name).write_bytes(content)
-    judge = _Judge(record, verdict, thresholds, settings, plan.case_dir)
+    judge = _Judge(record, verdict, thresholds, settings, plan.case_dir, paired=plan.oracle)
     judge.prepare()  # the reference before any run: a missing one stops here
     done = (plan.executor or execute)(task, item_dir, judge.worth_timing)
     try:
@@ -317,17 +349,39 @@ def evaluate(
         verdict.outcome, verdict.reason = "PASS", ""
     except gates.GateFailure as failure:
         verdict.outcome, verdict.reason = failure.outcome, failure.reason
+    except BaselineFailure:
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the outputs make judging raise, the item keeps a verdict
         verdict.outcome = "F-Exec"
         verdict.reason = f"the outputs could not be judged ({type(exc).__name__}: {str(exc)[:200]})"
+    if plan.stored is not None and verdict.stored is not None:  # the same runs under the stored thresholds
+        verdict.stored["outcome"] = gates.outcome_under(
+            verdict.outcome,
+            verdict.error,
+            verdict.timed_errors,
+            verdict.timed_failure,
+            verdict.t_agent,
+            plan.stored.tau_acc,
+            plan.stored.tau_time,
+        )
     (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
     return verdict
 
 
 class _Judge:
-    """The three gates over an ``Execution``, where the reference and thresholds live."""
+    """The three gates over an ``Execution``, where the reference and thresholds live.
+    ``paired``: the oracle whose runs beside the submission's (``Execution.baseline``)
+    give the thresholds, e_base from its gated run and t_base from its timed runs."""
 
-    def __init__(self, record: CaseRecord, verdict: Verdict, thresholds, settings: Settings, case_dir):
+    def __init__(
+        self,
+        record: CaseRecord,
+        verdict: Verdict,
+        thresholds,
+        settings: Settings,
+        case_dir,
+        paired: Submission | None = None,
+    ):
         self.record, self.verdict, self.thresholds, self.settings, self.case_dir = (
             record,
             verdict,
@@ -335,6 +389,81 @@ class _Judge:
             settings,
             case_dir,
         )
+        self.paired = paired
+
+    def _pair(self, done: Execution) -> None:
+        """Paired baselines: e_base and tau_acc from the oracle's gated run (once)."""
+        if self.paired is None or self.thresholds is not None:
+            return
+        base = cast(Execution, done.baseline)  # a paired task's execution has the oracle's
+        failure = base.compile_failure or base.run_failure or base.output_failure
+        if failure:
+            raise BaselineFailure(f"the paired oracle's gated run failed: {failure}")
+        try:
+            solution = gates.read_solution(
+                cast(bytes, base.solution),
+                self.record.case_spec.output.arrays,
+                self.grid.axis_names,
+                self.grid.shape,
+                self.valid,
+            )
+        except gates.GateFailure as exc:
+            raise BaselineFailure(f"the paired oracle's outputs: {exc.reason}") from None
+        e_base = metrics.relative_l2_error(solution, self.reference, self.valid)
+        self.baseline_info = json.loads(cast(bytes, base.meta)).get("solver_info") or {}
+        self._check_baseline(e_base, 0.0)
+        self._paired_thresholds(e_base, 0.0)
+        self.verdict.baseline = {
+            "submission": self.paired.origin,
+            "fingerprint": self.paired.fingerprint,
+            "error": e_base,
+            "t_first_run": base.t_first_run,
+            "compile_sec": base.compile_sec,
+            "solver_info": self.baseline_info,
+            "timed_runs": [],
+        }
+
+    def _pair_time(self, done: Execution, strict: bool) -> None:
+        """Paired baselines: t_base and tau_time from the oracle's timed runs, which
+        alternated with the submission's. ``strict``: an oracle whose timed runs failed
+        raises (else, for an item the accuracy gate decides, t_base stays unknown)."""
+        if self.paired is None:
+            return
+        base = cast(Execution, done.baseline)
+        if base.timed_failure or len(base.timed_runs) != len(done.timed_runs) or not base.timed_runs:
+            if strict:
+                raise BaselineFailure(f"the paired oracle's {base.timed_failure or 'timed runs are missing'}")
+            return
+        t_base = statistics.fmean(base.timed_runs)
+        e_base = self.thresholds.e_base
+        if strict:
+            self._check_baseline(e_base, t_base)
+        self._paired_thresholds(e_base, t_base)
+        baseline = cast(dict, self.verdict.baseline)  # set by _pair
+        baseline["timed_runs"], baseline["t_base"] = list(base.timed_runs), t_base
+
+    def _check_baseline(self, e_base: float, t_base: float) -> None:
+        problem = check_baseline(
+            self.record,
+            e_base,
+            t_base,
+            self.baseline_info,
+            float(np.linalg.norm(self.reference[self.valid])),
+            self.settings.alphas,
+            calibration_setting(self.record, self.verdict.library),
+        )
+        if problem:
+            raise BaselineFailure(f"the paired oracle's baseline cannot set thresholds: {problem}")
+
+    def _paired_thresholds(self, e_base: float, t_base: float) -> None:
+        self.thresholds = ResolvedThresholds.from_baseline(
+            e_base, t_base, *self.settings.alphas.resolve(self.record), source="paired oracle"
+        )
+        verdict, thresholds = self.verdict, self.thresholds
+        verdict.e_base, verdict.tau_acc, verdict.calibration = thresholds.e_base, thresholds.tau_acc, thresholds.source
+        verdict.alphas = thresholds.factors
+        if t_base:
+            verdict.t_base, verdict.tau_time = thresholds.t_base, thresholds.tau_time
 
     def prepare(self) -> None:
         spec = self.record.case_spec_dict()
@@ -346,6 +475,7 @@ class _Judge:
         """Whether the gated run earns timed runs: gates 1 and 2 pass, or the accuracy gate
         fails by a margin some alpha of the sensitivity grid accepts (a near miss)."""
         try:
+            self._pair(done)
             self._gated_run(done, dataclasses.replace(self.verdict), None)
         except Exception:  # noqa: BLE001 - a gate's failure, or outputs that break a reader: all_gates says which
             return False
@@ -354,6 +484,7 @@ class _Judge:
     def all_gates(self, done: Execution, item_dir: Path) -> None:
         verdict = self.verdict
         verdict.take_facts(done)
+        self._pair(done)  # before anything of the submission's is judged: a failed oracle stops here
         if done.compile_log is not None:
             (item_dir / "compile.log").write_text(done.compile_log)
         if done.compile_failure is None:
@@ -372,6 +503,7 @@ class _Judge:
                 raise inaccurate from None
             raise
         verdict.t_agent = statistics.fmean(verdict.timed_runs)
+        self._pair_time(done, strict=inaccurate is None)
         if inaccurate:
             raise inaccurate
         if self.settings.calibrate:

@@ -47,6 +47,8 @@ class RunTask:
     runner: str  # warm or cold (Settings.runner_for)
     image: str | None = None  # --pde-image for this library
     calibration_setting: dict | None = None  # calibration runs only
+    # --pde-baseline=paired: the oracle's task for the same case, its runs alternating with these
+    baseline: RunTask | None = None
 
     @property
     def grid(self) -> EvalGrid:
@@ -110,6 +112,7 @@ class Execution(RunFacts):
     host: str = field(default_factory=socket.gethostname)
     machine: str = field(default_factory=machine_key)
     site_sec: float | None = None  # the whole execution where it ran (a cluster's overhead is the rest)
+    baseline: Execution | None = None  # --pde-baseline=paired: what the oracle's runs beside these produced
 
     @property
     def ran(self) -> bool:
@@ -119,6 +122,8 @@ class Execution(RunFacts):
     def without_timing(self) -> Execution:
         """The same execution as if the timed runs had not been asked for."""
         self.timed, self.timed_runs, self.timed_outputs, self.timed_failure = False, [], [], None
+        if self.baseline is not None:
+            self.baseline.without_timing()
         return self
 
 
@@ -239,43 +244,80 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
     """The build, the gated run and, if its outputs are well formed and ``time_it`` agrees
     (None: always), ``task.runs`` timed runs, in a scratch folder (removed at the end).
     Every timed run's outputs are read as the gated run's are, for the gates to judge.
+
+    With ``task.baseline`` (a paired baseline) the oracle's runs happen here too, in
+    the same sandbox and runner: its build and gated run first (a failed oracle ends the
+    item before the submission runs), then the submission's; the timed runs alternate,
+    the submission first in odd rounds and the oracle first in even ones, so that a
+    drift in the machine's speed falls on both alike. Its results go to ``baseline``.
     Raises RuntimeMissing and SandboxError (not the solver's fault)."""
-    runs = ItemRun(task, workspace)
-    done = Execution(runtime_version=runs.runtime.version, runtime_image=runs.runtime.image)
+    sides = [_Side(task, workspace)]
     try:
+        if task.baseline is not None:
+            sides.insert(0, _Side(task.baseline, workspace))
+        done = sides[-1].done
+        done.baseline = sides[0].done if task.baseline is not None else None
+        for side in sides:  # the oracle first: nothing of the submission runs for an item it cannot judge
+            if not side.gated():
+                return done
+        if time_it is not None and not time_it(done):
+            return done
+        for side in sides:
+            side.done.timed = True
+        for number in range(1, task.runs + 1):
+            order = sides[::-1] if number % 2 else sides  # odd rounds: the submission first
+            for side in order:
+                if not side.timed(number):
+                    return done
+        return done
+    finally:
+        for side in sides:
+            side.runs.cleanup()
+
+
+class _Side:
+    """One submission's runs within ``execute``: the submission's, or a paired oracle's."""
+
+    def __init__(self, task: RunTask, workspace: Path):
+        self.task = task
+        self.runs = ItemRun(task, workspace)
+        self.done = Execution(runtime_version=self.runs.runtime.version, runtime_image=self.runs.runtime.image)
+
+    def gated(self) -> bool:
+        """The build and the gated run; whether its outputs are there to judge."""
+        runs, done = self.runs, self.done
         build = runs.build()
         if build is not None:
             done.compile_sec, done.compile_cached, done.compile_pch = build.seconds, build.cached, build.used_pch
             done.compile_log, done.compile_failure = build.log, build.failure
             if build.failure:
-                return done
+                return False
         result, workdir = runs.run(harvest_kernels=True)
         done.stdout, done.stderr, done.t_first_run = result.stdout, result.stderr, result.solve_sec
         done.cache_dropped = cast(Harvest, runs.harvest).dropped[:20]  # set by the run above
         done.run_failure = result.failure_reason()
         if done.run_failure:
-            return done
+            return False
         try:
-            done.solution, done.meta = read_outputs(task, runs.track, workdir)
+            done.solution, done.meta = read_outputs(self.task, runs.track, workdir)
         except Exception as failure:  # noqa: BLE001 - whatever a reader raises, the item keeps a verdict
             done.output_failure = unreadable(failure)
-            return done
-        if time_it is not None and not time_it(done):
-            return done
-        done.timed = True
-        for number in range(1, task.runs + 1):
-            timed, workdir = runs.run()
-            reason = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
-            if reason:
-                done.timed_failure = f"timed run {number} failed: {reason}"
-                break
-            try:
-                solution, meta = read_outputs(task, runs.track, workdir)
-            except Exception as failure:  # noqa: BLE001 - as the gated run's
-                done.timed_failure = f"timed run {number}: {unreadable(failure)}"
-                break
-            done.timed_runs.append(timed.solve_sec)
-            done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta, timed.cpu_sec))
-        return done
-    finally:
-        runs.cleanup()
+            return False
+        return True
+
+    def timed(self, number: int) -> bool:
+        """Timed run ``number``; False (and ``timed_failure`` said) if it failed."""
+        runs, done = self.runs, self.done
+        timed, workdir = runs.run()
+        reason = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
+        if reason:
+            done.timed_failure = f"timed run {number} failed: {reason}"
+            return False
+        try:
+            solution, meta = read_outputs(self.task, runs.track, workdir)
+        except Exception as failure:  # noqa: BLE001 - as the gated run's
+            done.timed_failure = f"timed run {number}: {unreadable(failure)}"
+            return False
+        done.timed_runs.append(timed.solve_sec)
+        done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta, timed.cpu_sec))
+        return True

@@ -285,3 +285,28 @@ def accuracy_gate(error: float, tau_acc: float) -> None:
 def time_gate(t_agent: float, tau_time: float) -> None:
     if t_agent > tau_time:
         raise GateFailure("F-Time", f"t_agent {t_agent:.3g} s > tau_time {tau_time:.3g} s")
+
+
+def outcome_under(
+    outcome: str,
+    error: float | None,
+    timed_errors: list[float],
+    timed_failure: str | None,
+    t_agent: float | None,
+    tau_acc: float,
+    tau_time: float,
+) -> str | None:
+    """The outcome the same runs would get under other thresholds (a report's re-gating,
+    a paired verdict's stored-calibration outcome); None where the runs do not decide it
+    (an item that failed the accuracy gate without being timed)."""
+    if outcome == "F-Exec":  # gate 1 does not depend on thresholds
+        return "F-Exec"
+    if error is not None and timed_errors:  # every run is judged: the worst decides
+        error = max([error, *timed_errors])
+    if error is None or not math.isfinite(error) or error > tau_acc:
+        return "F-Acc"
+    if timed_failure:
+        return "F-Exec"
+    if t_agent is None:
+        return None
+    return "PASS" if t_agent <= tau_time else "F-Time"

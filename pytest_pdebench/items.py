@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
+from .evaluation import BaselineFailure
 from .gates import GateFailure
 from .libraries import RuntimeMissing
-from .placement import NoCalibration
+from .placement import NoCalibration, NotVaried
 from .reference import ReferenceError
 from .sources import NotRun
 
@@ -177,7 +178,9 @@ class CaseItem(pytest.Item):
             verdict = run.evaluate(self.record, self.library, self.path.parent, self.machine)
         except NotRun as exc:  # budget spent or not in the replay cache: not a failure
             pytest.skip(f"not run: {exc}")
-        except NoCalibration as exc:
+        except NotVaried as exc:  # --pde-variants: the record has none (said, and counted, in the report)
+            pytest.skip(f"no variant: {exc}")
+        except (NoCalibration, BaselineFailure) as exc:
             pytest.fail(str(exc), pytrace=False)
         self.user_properties.append(("pde", verdict.to_dict()))
         if verdict.calibration_problem:

@@ -3,18 +3,28 @@
 ``--pde-cluster``, the workers of the first machine class that has a calibration for the
 item, its own before a borrowed one (a baseline is only like for like on the machine that
 measured it). Calibrating, an item is planned on the workers of its machine class.
+
+With ``--pde-variants`` the item's record is first replaced by its variant (``vary``, given
+by the session); with paired baselines the plan names the oracle that runs beside the
+submission instead of stored thresholds (the stored ones, where a calibration has them,
+ride along to be shown beside the paired ones).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
 from .evaluation import Settings, item_directory
+from .libraries import get_track
 from .plan import ItemPlan
+from .sources import Submission
+from .sources.folder import DirectorySource, NoSubmission
 
 if TYPE_CHECKING:
     from .cluster.controller import Cluster
@@ -28,9 +38,20 @@ class NoCalibration(Exception):
     """No baseline covers the item where its runs would be timed (the message says how to make one)."""
 
 
+class NotVaried(Exception):
+    """The record has no variant (a numerical reference, a smoke case, not of the suite's designs)."""
+
+
+# (published record, seed, case folder) -> its variant; raises NotVaried
+Vary = Callable[[CaseRecord, int, Path | None], CaseRecord]
+SIBLING_SEED = 1_000_000  # --pde-sibling: the second variant's seed is this plus --pde-variants' (or 0)
+
+
 class Placement:
-    def __init__(self, settings: Settings, store: CalibrationStore, cluster: Cluster | None = None):
-        self.settings, self.store, self.cluster = settings, store, cluster
+    def __init__(
+        self, settings: Settings, store: CalibrationStore, cluster: Cluster | None = None, vary: Vary | None = None
+    ):
+        self.settings, self.store, self.cluster, self.vary = settings, store, cluster, vary
         self._stores: dict[str, CalibrationStore] = {}  # machine -> its calibrations (store_for)
 
     def calibration_classes(self) -> list[str | None]:
@@ -43,8 +64,14 @@ class Placement:
     def plan(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None = None, quiet: bool = False
     ) -> ItemPlan:
-        """The item's plan; raises NoCalibration. ``quiet``: no warning (a run sent ahead of
-        its item, which warns itself when its turn comes)."""
+        """The item's plan; raises NoCalibration, and NotVaried with --pde-variants.
+        ``quiet``: no warning (a run sent ahead of its item, which warns itself when its
+        turn comes)."""
+        seed = self.settings.variant_seed
+        if seed is not None:
+            return self._paired(self._variant(record, seed, case_dir), library, case_dir, machine)
+        if self.settings.baseline == "paired":
+            return self._paired(record, library, case_dir, machine)
         fingerprint = case_fingerprint(record, library)
         thresholds, executor = None, None
         if self.cluster is None:
@@ -65,6 +92,54 @@ class Placement:
             executor,
             machine,
         )
+
+    def sibling(
+        self, record: CaseRecord, library: str, case_dir: Path | None, item_dir: Path, machine: str | None = None
+    ) -> ItemPlan:
+        """--pde-sibling: the plan of the published record's second variant, the one no
+        prompt showed, paired with the oracle; raises NotVaried, NoCalibration."""
+        seed = SIBLING_SEED + (self.settings.variant_seed or 0)
+        plan = self._paired(self._variant(record, seed, case_dir), library, case_dir, machine)
+        return dataclasses.replace(plan, item_dir=item_dir, stored=None)
+
+    def _variant(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord:
+        if self.vary is None:
+            raise NotVaried(f"{record.id}: no variant maker in this session")
+        return self.vary(record, seed, case_dir)
+
+    def _paired(self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None) -> ItemPlan:
+        """The oracle runs beside the submission on the same worker; stored thresholds,
+        where this machine has some for the record, ride along."""
+        try:
+            oracle = self.oracle(record, library)
+        except NoSubmission as exc:
+            raise NoCalibration(f"no paired baseline: {exc}") from None
+        executor = None
+        if self.cluster is not None:
+            executor = self.cluster.executor(machine or next(iter(self.cluster.machines())))
+        fingerprint = case_fingerprint(record, library)
+        stored = None
+        if record.evaluation_metadata.variant is None and self.cluster is None:
+            stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
+        return ItemPlan(
+            record,
+            library,
+            case_dir,
+            item_directory(self.settings, library, record.id, machine),
+            fingerprint,
+            None,
+            executor,
+            machine,
+            oracle=oracle,
+            stored=stored,
+        )
+
+    def oracle(self, record: CaseRecord, library: str) -> Submission:
+        """The oracle's solver for the item (paired baselines); raises NoSubmission."""
+        folder = self.settings.oracle_dir
+        if folder is None:
+            raise NoSubmission("no oracle folder given")
+        return DirectorySource(folder).submission_for(record, library, get_track(library).suffixes)
 
     def store_for(self, machine: str) -> CalibrationStore:
         """The calibrations of another kind of machine (a cluster's workers), read once."""

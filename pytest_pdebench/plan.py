@@ -12,6 +12,7 @@ from pathlib import Path
 from .calibration import ResolvedThresholds
 from .cases import CaseRecord
 from .execution import Executor
+from .sources import Submission
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class ItemPlan:
     thresholds: ResolvedThresholds | None  # None: calibrating (the run measures the baseline)
     executor: Executor | None = None  # where the runs happen; None: here, in this process
     machine: str | None = None  # the cluster machine class the item is calibrated on (several classes)
+    # --pde-baseline=paired: the oracle that runs beside the submission and sets e_base and t_base
+    # (thresholds then None), and the stored calibration's thresholds, shown beside them if there are any
+    oracle: Submission | None = None
+    stored: ResolvedThresholds | None = None
 
     @property
     def key(self) -> tuple[str, str, str | None]:

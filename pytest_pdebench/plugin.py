@@ -98,6 +98,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the tables and figures of this run into DIR at the end "
         "(as `pdebench report` does from a stored run)",
     )
+    group.addoption(
+        "--pde-variants",
+        type=int,
+        metavar="SEED",
+        help="run every item on its variant for SEED, a fresh case drawn from the record's design "
+        "(records with a numerical reference have none: skipped); implies --pde-baseline=paired",
+    )
+    group.addoption(
+        "--pde-baseline",
+        choices=("stored", "paired"),
+        help="'stored' (default without --pde-variants): thresholds from calibrations/; 'paired': the oracle "
+        "runs beside each submission on the same worker, its error and time set the thresholds",
+    )
+    group.addoption(
+        "--pde-sibling",
+        action="store_true",
+        help="also run each passing solver, unchanged, on a second variant no prompt showed (a report column)",
+    )
     group.addoption("--pde-resume", action="store_true", help="reuse verdicts of items whose inputs did not change")
     group.addoption(
         "--pde-calibrate",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .evaluation import run_task, will_run
 from .libraries import RuntimeMissing
-from .placement import NoCalibration, Placement
+from .placement import NoCalibration, NotVaried, Placement
 from .plan import ItemPlan
 from .sources import Source
 
@@ -57,15 +57,15 @@ class RunAhead:
         while self._next < len(self._queued) and self.cluster.in_flight() < self.cluster.ahead:
             record, library, machine, case_dir = self._queued[self._next]
             self._next += 1
-            # ignore: a prefetchable source (the folder's) needs no item folder, the protocol's a Path
-            draft = self.source.draft(record, library, None, 1, None)  # type: ignore[arg-type]
-            if draft.submission is None:
-                continue
             try:
                 plan = self.placement.plan(record, library, case_dir, machine, quiet=True)
                 self.placement.settings.runtime(library)
-            except (NoCalibration, RuntimeMissing):
+            except (NoCalibration, NotVaried, RuntimeMissing):
                 continue  # the item says why itself
+            # ignore: a prefetchable source (the folder's) needs no item folder, the protocol's a Path
+            draft = self.source.draft(plan.record, library, None, 1, None)  # type: ignore[arg-type]
+            if draft.submission is None:
+                continue
             if will_run(plan, draft.submission, self.placement.settings):
                 # ignore: a plan placed on a cluster has the cluster's executor, which sends ahead
                 plan.executor.send(run_task(plan, draft.submission, self.placement.settings))  # type: ignore[union-attr]

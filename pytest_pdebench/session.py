@@ -7,6 +7,7 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -20,9 +21,9 @@ from .attempts import run_attempts
 from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .containers import image_digest
-from .evaluation import Settings, Verdict, evaluate
+from .evaluation import VERDICT_FILE, BaselineFailure, Settings, Verdict, evaluate
 from .libraries import RuntimeMissing
-from .placement import PdeBenchWarning, Placement  # noqa: F401  (PdeBenchWarning: imported from here too)
+from .placement import SIBLING_SEED, NoCalibration, NotVaried, PdeBenchWarning, Placement  # noqa: F401
 from .scheduling import RunAhead
 from .shards import Shard, ShardError, assign, expected_cost, selection_digest
 from .sources import Source
@@ -68,6 +69,24 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
             )
         chosen[track] = image.strip()
     return tuple(sorted(chosen.items()))
+
+
+def _baseline(opt, validate: bool) -> str:
+    """--pde-baseline, checked against the options it goes with (paired under --pde-variants)."""
+    if opt.pde_variants is not None and not 0 <= opt.pde_variants < SIBLING_SEED:
+        raise pytest.UsageError(f"--pde-variants: the seed must be in 0..{SIBLING_SEED - 1}, not {opt.pde_variants}")
+    live = opt.pde_variants is not None or opt.pde_sibling
+    if live and (opt.pde_calibrate or validate):
+        raise pytest.UsageError(
+            "--pde-variants and --pde-sibling evaluate a submission on fresh cases: they do not go with "
+            "--pde-calibrate or --pde-validate (`pdebench variants` writes variants to validate)"
+        )
+    baseline = opt.pde_baseline or ("paired" if opt.pde_variants is not None else "stored")
+    if baseline == "stored" and opt.pde_variants is not None:
+        raise pytest.UsageError("--pde-variants: a variant has no stored calibration; its baseline is paired")
+    if baseline == "paired" and (opt.pde_calibrate or validate):
+        raise pytest.UsageError("--pde-baseline=paired times the oracle beside a submission: not for calibration")
+    return baseline
 
 
 def _shard(value: str | None):
@@ -150,7 +169,12 @@ class PdeRun:
     _speed_probe: float | None = None
 
     def __post_init__(self):
-        self.placement = Placement(self.settings, self.store, self.cluster)
+        vary = None
+        if self.settings.variant_seed is not None or self.settings.sibling:
+            from .authoring.variants import LiveVariants  # sympy: slow to import, only for runs that vary cases
+
+            vary = LiveVariants().of
+        self.placement = Placement(self.settings, self.store, self.cluster, vary=vary)
         self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 
     @classmethod
@@ -176,6 +200,7 @@ class PdeRun:
             raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
         if opt.pde_runs < 1:
             raise pytest.UsageError("--pde-runs must be at least 1")
+        baseline = _baseline(opt, validate)
         settings = Settings(
             output_dir=Path("."),
             runs=opt.pde_runs,
@@ -187,6 +212,10 @@ class PdeRun:
             alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
             images=_image_overrides(opt.pde_image),
             runner=opt.pde_runner,
+            baseline=baseline,
+            oracle_dir=_bundled(rootdir, DEFAULT_ORACLE),
+            variant_seed=opt.pde_variants,
+            sibling=opt.pde_sibling,
         )  # the output folder below, once the source has named the run
         if opt.pde_model:
             source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
@@ -198,6 +227,10 @@ class PdeRun:
                 raise pytest.UsageError(str(exc)) from None
             label = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(submissions).resolve().name)
         mode = "validation" if validate else "calibration" if opt.pde_calibrate else "runs"
+        if opt.pde_variants is not None:  # another case set, another audit folder: resume keeps them apart
+            label += f"-variants-{opt.pde_variants}"
+        elif baseline == "paired":
+            label += "-paired"
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
         settings = dataclasses.replace(settings, output_dir=output.resolve())
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
@@ -225,7 +258,11 @@ class PdeRun:
         plan = self.placement.plan(record, library, case_dir, machine)
 
         def gates(submission, attempt_dir):
-            return evaluate(plan, submission, self.source.label, self.settings, item_dir=attempt_dir)
+            verdict = evaluate(plan, submission, self.source.label, self.settings, item_dir=attempt_dir)
+            if self.settings.sibling and verdict.passed and verdict.sibling is None:
+                verdict.sibling = self._sibling(record, library, case_dir, machine, submission, attempt_dir)
+                (attempt_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+            return verdict
 
         if self.ahead is not None:
             self.ahead.turn_of(plan)
@@ -234,6 +271,24 @@ class PdeRun:
         finally:
             if self.ahead is not None:
                 self.ahead.done_with(plan)
+
+    def _sibling(self, record, library, case_dir, machine, submission, attempt_dir: Path) -> dict:
+        """--pde-sibling: the passing solver, unchanged, on the published record's second
+        variant (its seed in ``placement.SIBLING_SEED``), judged against the oracle paired
+        beside it; a column of the report, not a gate."""
+        seed = SIBLING_SEED + (self.settings.variant_seed or 0)
+        try:
+            plan = self.placement.sibling(record, library, case_dir, attempt_dir / "sibling", machine)
+            verdict = evaluate(plan, submission, self.source.label, dataclasses.replace(self.settings, sibling=False))
+        except (NotVaried, NoCalibration, BaselineFailure) as exc:
+            return {"seed": seed, "outcome": None, "reason": str(exc)}
+        return {
+            "seed": seed,
+            "outcome": verdict.outcome,
+            "reason": verdict.reason,
+            "case_fingerprint": verdict.case_fingerprint,
+            **{name: getattr(verdict, name) for name in ("error", "tau_acc", "t_agent", "tau_time")},
+        }
 
     def calibration_classes(self) -> list[str | None]:
         return self.placement.calibration_classes()
@@ -319,8 +374,8 @@ class PdeRun:
         return drift(self.speed_probe_sec(), then) if then else None
 
     def condition_mismatches(self) -> list[str]:
-        if self.settings.calibrate:
-            return []
+        if self.settings.calibrate or self.settings.baseline == "paired":
+            return []  # paired: the baselines are measured beside the submission, here and now
         lines = []
         for library in self.libraries:
             measured = self.store.conditions(library)
@@ -351,6 +406,9 @@ class PdeRun:
             "runs": self.settings.runs,
             "sandbox": self.settings.sandbox,
             "mode": self.mode,
+            "baseline": self.settings.baseline,
+            **({"variant_seed": self.settings.variant_seed} if self.settings.variant_seed is not None else {}),
+            **({"sibling_seed": SIBLING_SEED + (self.settings.variant_seed or 0)} if self.settings.sibling else {}),
             "runner": {library: self.settings.runner_for(library) for library in self.libraries},
             "speed_probe_sec": self.speed_probe_sec(),
             "speed_drift": {library: self.speed_drift(library) for library in self.libraries},

@@ -8,10 +8,10 @@ a case counts with its share of passing runs, and Wilson intervals are over all 
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .. import gates
 from ..calibration import (
     DEFAULT_ALPHA_ACC,
     DEFAULT_ALPHA_TIME,
@@ -413,18 +413,17 @@ def regate(row: dict, alpha_acc: float, alpha_time: float) -> str | None:
     if row["outcome"] == "F-Exec":
         return "F-Exec"
     tau_acc = _tau_acc(row, alpha_acc)
-    error = row["error"]
-    if error is not None and row.get("timed_errors"):  # every run is judged: the worst decides
-        error = max([error, *row["timed_errors"]])
     if tau_acc is None or row["t_base"] is None:
         return None
-    if error is None or not math.isfinite(error) or error > tau_acc:
-        return "F-Acc"
-    if row.get("timed_failure"):
-        return "F-Exec"
-    if row["t_agent"] is None:
-        return None
-    return "PASS" if row["t_agent"] <= alpha_time * row["t_base"] else "F-Time"
+    return gates.outcome_under(
+        row["outcome"],
+        row["error"],
+        row.get("timed_errors") or [],
+        row.get("timed_failure"),
+        row["t_agent"],
+        tau_acc,
+        alpha_time * row["t_base"],
+    )
 
 
 def _tau_acc(row: dict, alpha_acc: float) -> float | None:

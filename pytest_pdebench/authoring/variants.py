@@ -36,6 +36,7 @@ import sympy as sp
 from ..cases import CaseRecord, Variant, load_cases, write_case_file
 from ..domains import resolve_geometry
 from ..expressions import expression_to_string, parse_expression, x, y, z
+from ..placement import NoCalibration, NotVaried
 from ..validation import static_problems
 from . import mms
 from .hiding import case_rng
@@ -115,6 +116,42 @@ def variant(published: CaseRecord, design: Design, seed: int, case_dir: Path | N
     if problems:
         raise VariantError(f"{published.id} (seed {seed}): " + "; ".join(problems))
     return record
+
+
+class LiveVariants:
+    """The variants a run draws at evaluation time (``--pde-variants``, ``--pde-sibling``):
+    each made when its item's turn comes, on the process that runs it (about 0.4 s of
+    sympy; deterministic, so any worker draws the same), and kept for the run."""
+
+    def __init__(self):
+        self._designs: dict[str, Design] | None = None
+        self._made: dict[tuple[str, int], CaseRecord | str] = {}
+
+    def of(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord:
+        """The record's variant for ``seed``; raises placement.NotVaried (with why) for a
+        record that has none, NoCalibration for one whose variant fails its checks (the
+        item cannot be judged: it fails, it is not skipped)."""
+        key = (record_digest(record), seed)
+        if key not in self._made:
+            self._made[key] = self._draw(record, seed, case_dir)
+        made = self._made[key]
+        if isinstance(made, str):
+            raise NotVaried(made)
+        return made
+
+    def _draw(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord | str:
+        if self._designs is None:
+            self._designs = {design.id: design for design in suite_designs()}
+        design = self._designs.get(record.id)
+        if design is None:
+            return f"{record.id} is not one of the suite's designs"
+        try:
+            varied = variant(record, design, seed, case_dir)
+        except VariantError as exc:
+            raise NoCalibration(f"no variant to judge: {exc}") from None
+        if varied is None:
+            return f"{record.id} is {'a smoke case' if design.smoke else 'judged against a numerical reference'}"
+        return varied
 
 
 def variants(
