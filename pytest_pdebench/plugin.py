@@ -112,6 +112,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "runs beside each submission on the same worker, its error and time set the thresholds",
     )
     group.addoption(
+        "--pde-oracle",
+        metavar="DIR",
+        help="the solvers paired baselines run (laid out as --pde-submissions; default: the bundled oracle)",
+    )
+    group.addoption(
         "--pde-sibling",
         action="store_true",
         help="also run each passing solver, unchanged, on a second variant no prompt showed (a report column)",

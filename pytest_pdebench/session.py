@@ -89,6 +89,13 @@ def _baseline(opt, validate: bool) -> str:
     return baseline
 
 
+def _oracle_dir(opt, rootdir: Path) -> Path:
+    folder = Path(opt.pde_oracle) if opt.pde_oracle else _bundled(rootdir, DEFAULT_ORACLE)
+    if not folder.is_dir():
+        raise pytest.UsageError(f"--pde-oracle: no directory at {folder}")
+    return folder.resolve()
+
+
 def _shard(value: str | None):
     try:
         return Shard.parse(value) if value else None
@@ -213,7 +220,7 @@ class PdeRun:
             images=_image_overrides(opt.pde_image),
             runner=opt.pde_runner,
             baseline=baseline,
-            oracle_dir=_bundled(rootdir, DEFAULT_ORACLE),
+            oracle_dir=_oracle_dir(opt, rootdir),
             variant_seed=opt.pde_variants,
             sibling=opt.pde_sibling,
         )  # the output folder below, once the source has named the run

@@ -138,6 +138,9 @@ SLOW = (
     "tests/test_leaks.py::test_built_records_give_nothing_away[poisson_graded_kappa_star_004]",  # 6 s
     "tests/test_llm.py",  # all but one test run the plugin against a scripted model: 4-23 s
     "tests/test_oracle_integration.py",  # 17 s
+    "tests/test_paired.py::test_variants_defeat_a_lookup_solver_and_the_sibling_check_catches_it",  # 71 s
+    "tests/test_paired.py::test_a_paired_item_takes_its_thresholds_from_the_oracle_beside_it",  # 21 s
+    "tests/test_paired.py::test_a_failed_paired_oracle_leaves_the_item_without_a_verdict",  # 8 s
     "tests/test_output_fuzz.py::test_hand_written_npy_members_are_read_or_fail_execution",  # 9 s
     "tests/test_output_fuzz.py::test_meta_json_is_read_or_fails_execution",  # 10 s
     "tests/test_output_fuzz.py::test_mutated_npz_files_are_read_or_fail_execution",  # 7 s

@@ -33,6 +33,7 @@ def build_tables(rows: list[dict]) -> list[tables.Table]:
         tables.template_table(rows),
         tables.pass_at_k_table(rows),
         tables.comparison_table(rows),
+        tables.live_table(rows),
     ]
     return [table for table in found if table is not None and table.rows]
 

@@ -134,8 +134,13 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
     if not attempts:
         first_pass = 1 if verdict["outcome"] == "PASS" else None
     math_type = verdict.get("math_type") or []
+    sibling = verdict.get("sibling") or {}
+    seed = verdict.get("variant_seed")
     row = {
         "system": system or system_of(verdict),
+        "system_name": system or system_of(verdict),  # as it was before label_groups named the setting
+        "cases": "published" if seed is None else f"variants, seed {seed}",
+        "sibling": sibling.get("outcome"),  # --pde-sibling: PASS, F-*, or None (not run)
         "run": run.label,
         "library": verdict["library"],
         "case_id": verdict["case_id"],

@@ -53,7 +53,9 @@ def _setting(row: dict) -> str:
     image = row["image"].removeprefix("sha256:")[:12]
     calibration = Path(row["calibration"]).name if row["calibration"].endswith(".json") else row["calibration"]
     sandbox = f"{row['sandbox']} (warm runner)" if row["runner"] == "warm" else row["sandbox"]
-    return ", ".join(part for part in (row["machine"], sandbox, image, calibration) if part and part != "?")
+    cases = "" if row.get("cases", "published") == "published" else row["cases"]
+    parts = (row["machine"], sandbox, image, calibration, cases)
+    return ", ".join(part for part in parts if part and part != "?")
 
 
 def grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
@@ -343,6 +345,41 @@ def _comparison_row(result: dict) -> list:
         f"{result['p_mcnemar']:.3g}",
         reading,
     ]
+
+
+def live_table(rows: list[dict]) -> Table | None:
+    """Issue 39: each system's score on the published records and on variants, side by side
+    (Wilson 95% intervals), with its score on the published records the variants were drawn
+    from, and its sibling rate (of the items that passed, the share whose solver passes a
+    second variant no prompt showed; a column, not a gate)."""
+    if not any(r.get("cases", "published") != "published" or r.get("sibling") for r in rows):
+        return None
+    body = []
+    for (library, system), part in grouped(rows, "library", "system_name").items():
+        published = [r for r in part if r["cases"] == "published"]
+        for (cases, calibration), group in grouped(part, "cases", "calibration").items():
+            same = {r["case_id"] for r in group}
+            beside = [r for r in published if r["case_id"] in same] if cases != "published" else []
+            siblings = [r["sibling"] for r in group if r["sibling"] is not None]
+            body.append(
+                [
+                    system,
+                    library,
+                    cases,
+                    "paired" if calibration == "paired oracle" else "stored",
+                    _cell(pass_rate(group)),
+                    _cell(pass_rate(beside)) if beside else "-",
+                    f"{siblings.count('PASS')}/{len(siblings)}" if siblings else "-",
+                ]
+            )
+    return Table(
+        "live",
+        "Published records and live variants, side by side (%, Wilson 95% interval, runs)",
+        ["system", "library", "cases", "baseline", "score", "published, same records", "sibling passes"],
+        body,
+        "variants exist for records with an exact solution only (numerical references are not varied); "
+        "sibling passes: of the items that passed, how many passed a second variant with the solver unchanged",
+    )
 
 
 def template_table(rows: list[dict]) -> Table | None:
