@@ -22,6 +22,10 @@ then sums the parts: each from its start to the last verdict it wrote).
   baselines), with ``--baseline paired`` on the published records with paired baselines,
   and with ``--select N`` on N records per family (manufactured ones under --variants):
   the rung's files are then named ``<rung>-variants-SEED``, ``<rung>-paired``, ``-selectN``;
+  ``--hog N`` keeps N busy processes (one core's worth each) running beside the rung
+  (``-hogN``); a paired rung prints its verdicts against the outcomes the same runs get
+  under the stored calibration; ``--against NAME`` compares each rung's verdicts with
+  those of the kept rung NAME on their common items (stability);
 - ``calibration-again``: the calibration run again (the oracle at the calibration
   settings, same workers and runs as the committed one) on --sample cases per family,
   into a scratch calibration folder: t_base again / t_base committed is the oracle
@@ -72,6 +76,7 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
     """(verdicts, wall seconds of the run, over all its parts when it was resumed);
     ``live``: (the name's suffix, the pytest options) of --variants, --baseline, --select."""
     source, (suffix, options) = SOURCES[rung], live
+    hog_count, options = live_hogs(options)
     rung = rung + suffix
     report, parts = OUT / f"{library}-{rung}.json", OUT / f"{library}-{rung}.parts.json"
     if not resume:
@@ -98,6 +103,7 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
         command.append(f"--pde-cluster={cluster.address}")
     elif jobs > 1:
         command += ["-n", str(jobs)]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hog_count)]
     started = time.perf_counter()
     print(f"running {rung}: {' '.join(command[2:])}", flush=True)
     report.unlink(missing_ok=True)  # a stale report must not stand for this run
@@ -106,6 +112,8 @@ def run_rung(rung: str, library: str, jobs: int, runs: int, sample: int,
     finally:
         if cluster is not None:
             cluster.stop()
+        for hog in hogs:
+            hog.kill()
     if not report.exists():
         raise SystemExit(f"{rung}: pytest exited with code {code} and wrote no report "
                          f"(its error is above; is {sys.executable} the project's .venv python?)")
@@ -150,9 +158,18 @@ def _baseline_kept(verdict: dict) -> dict:
     return {"baseline": {key: base.get(key) for key in BASELINE_KEPT}} if base else {}
 
 
+HOG = "--hog="  # in a rung's options: the busy processes to start beside it (not a pytest option)
+
+
+def live_hogs(options: list[str]) -> tuple[int, list[str]]:
+    """(busy processes to start, the options for pytest)."""
+    hogs = sum(int(option.removeprefix(HOG)) for option in options if option.startswith(HOG))
+    return hogs, [option for option in options if not option.startswith(HOG)]
+
+
 def live_options(variants: int | None, baseline: str | None, select: int | None,
-                 library: str) -> tuple[str, list[str]]:
-    """(the rung names' suffix, the pytest options) of --variants, --baseline and --select."""
+                 library: str, hog: int = 0) -> tuple[str, list[str]]:
+    """(the rung names' suffix, the pytest options) of --variants, --baseline, --select, --hog."""
     suffix, options = "", []
     if variants is not None:
         suffix, options = f"-variants-{variants}", [f"--pde-variants={variants}"]
@@ -161,7 +178,23 @@ def live_options(variants: int | None, baseline: str | None, select: int | None,
     if select:
         suffix += f"-select{select}"
         options += ["-k", " or ".join(selected(library, select))]
+    if hog:
+        suffix += f"-hog{hog}"
+        options.append(f"{HOG}{hog}")
     return suffix, options
+
+
+def paired_against_stored(verdicts: list[dict]) -> str | None:
+    """A paired rung: its verdicts against the outcomes the same runs get under the stored
+    calibration (where there is one)."""
+    pairs = Counter((v["outcome"], v["stored"].get("outcome")) for v in verdicts if v.get("stored"))
+    if not pairs:
+        return None
+    same = sum(n for (paired, stored), n in pairs.items() if paired == stored)
+    total = sum(pairs.values())
+    shown = ", ".join(f"{paired} paired / {stored} stored: {n}" for (paired, stored), n in sorted(pairs.items(),
+                      key=lambda entry: -entry[1]))
+    return f"paired against stored thresholds, same runs: same outcome on {same} of {total} items; {shown}"
 
 
 def selected(library: str, per_family: int) -> list[str]:
@@ -296,8 +329,10 @@ def main() -> int:
     parser.add_argument("--variants", type=int, metavar="SEED", help="run the rungs on the variants of SEED")
     parser.add_argument("--baseline", choices=("stored", "paired"), help="paired: the oracle beside each item")
     parser.add_argument("--select", type=int, metavar="N", help="N manufactured records per family only")
+    parser.add_argument("--hog", type=int, default=0, metavar="N", help="N busy processes beside each rung")
+    parser.add_argument("--against", metavar="NAME", help="compare the verdicts with the kept rung NAME")
     args = parser.parse_args()
-    live = live_options(args.variants, args.baseline, args.select, args.library)
+    live = live_options(args.variants, args.baseline, args.select, args.library, args.hog)
     OUT.mkdir(parents=True, exist_ok=True)
     results = {}
     for base_rung in args.rungs.split(","):
@@ -327,6 +362,11 @@ def main() -> int:
             print(cost_line(verdicts, seconds or kept_as["minutes"] * 60, kept_as.get("jobs", args.jobs)))
         if rung == "calibration-again":
             print(self_ratio_line(args.library, verdicts))
+        against_stored = paired_against_stored(verdicts)
+        if against_stored:
+            print(against_stored)
+        if args.against and kept(args.library, args.against):
+            print(f"against {args.against}: {stability(kept(args.library, args.against), verdicts)}")
     for second in ("oracle-again", "oracle-cluster"):
         if "oracle" in results and second in results:
             print(f"\nverdicts, oracle and {second}: {stability(results['oracle'][0], results[second][0])}")
