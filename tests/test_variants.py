@@ -12,7 +12,7 @@ import pytest
 import sympy as sp
 
 from pytest_pdebench.authoring.suite import suite_designs
-from pytest_pdebench.authoring.variants import record_digest, variant
+from pytest_pdebench.authoring.variants import KEPT_COEFFICIENTS, record_digest, variant
 from pytest_pdebench.cases import FAMILIES, CaseRecord, iter_case_file, load_cases
 from pytest_pdebench.expressions import parse_expression, x, y
 from pytest_pdebench.testing import REPO
@@ -45,7 +45,7 @@ def what_stays(record: CaseRecord) -> dict:
         "family": record.family,
         "math_type": record.pde_classification.math_type,
         "domain": spec["domain"],
-        "pde_params": spec["pde"]["params"],
+        "pde_params": sorted(spec["pde"]["params"]),  # the names; their values: coefficients_within
         "time": spec["pde"].get("time"),
         "bc": json.dumps(bc, sort_keys=True, default=str),
         "eval_grid": spec["eval_grid"],
@@ -68,6 +68,28 @@ def test_a_variant_keeps_the_design_and_draws_a_new_answer(family):
     assert made.evaluation_metadata.variant.seed == 11
     assert made.evaluation_metadata.variant.of == record_digest(record)
     assert made.evaluation_metadata.thresholds == {}  # the published data's baselines do not apply
+    coefficients_within(made, record)
+
+
+def coefficients_within(made: CaseRecord, record: CaseRecord) -> None:
+    """Each numeric coefficient within 10% of the published one (the kept ones equal, a
+    diffusivity expression the published one times a factor within 10%)."""
+    new, old = made.case_spec_dict()["pde"]["params"], record.case_spec_dict()["pde"]["params"]
+    movable = [n for n, v in old.items() if (record.family, n) not in KEPT_COEFFICIENTS and not isinstance(v, bool)]
+    if any(not isinstance(old[n], str) or n == "kappa" for n in movable):
+        assert new != old  # a regime with coefficients to move has them moved
+    for name, value in old.items():
+        if (record.family, name) in KEPT_COEFFICIENTS or (isinstance(value, str) and name != "kappa"):
+            assert new[name] == value, name
+            continue
+        if isinstance(value, str):  # kappa: an expression in x, y, z
+            ratio = parse_expression(new[name]) / parse_expression(value)
+            points = np.random.default_rng(1).uniform(0, 1, size=(5, 2))
+            values = [float(sp.lambdify((x, y), ratio)(*p)) for p in points]
+            assert max(values) - min(values) < 1e-9 and abs(values[0] - 1) <= 0.1 + 1e-3, (name, values)
+            continue
+        for a, b in zip(np.atleast_1d(new[name]), np.atleast_1d(value)):
+            assert abs(a - b) <= 0.1 * abs(b) + 1e-12, (name, a, b)
 
 
 def test_variants_are_deterministic_in_record_and_seed():

@@ -1,10 +1,11 @@
 """Live variants (issue 39): for a published record, a sibling drawn afresh from the same
 design, so that a score on it cannot come from having seen the published answers.
 
-A variant keeps everything that makes the case what it is: family, regime and its
-coefficients, domain template and parameters, boundary-condition kinds and tags,
-evaluation grid, time interval, difficulty tag, evaluation and calibration settings. What
-changes is the exact solution, by a transformation that keeps its structure:
+A variant keeps everything that makes the case what it is: family, regime, domain
+template and parameters, boundary-condition kinds and tags, evaluation grid, time
+interval, difficulty tag, evaluation and calibration settings. The regime's scalar
+coefficients move within 10% (each its own draw; see KEPT_COEFFICIENTS for those kept), and
+the exact solution changes by a transformation that keeps its structure:
 
     u_variant(X, t) = A * u(X', t),   X' = c + s * (X - c) - d
 
@@ -44,6 +45,11 @@ from .starter import DOMAINS, Design, build_record
 from .suite import suite_designs
 
 SCALE_RANGE = 0.15  # coordinates scaled by 1 +- this: frequencies and widths
+COEFFICIENT_RANGE = 0.10  # each scalar coefficient of the regime scaled by 1 +- this
+# coefficients a variant keeps: elasticity's Poisson ratio (the regime is its distance from
+# 1/2), Helmholtz's k (the published k sit between Dirichlet eigenvalues: 10% would cross
+# some and make the problem near-singular); reaction terms are expressions in u, kept too
+KEPT_COEFFICIENTS = {("linear_elasticity", "nu"), ("helmholtz", "k")}
 SHIFT_SHARE = 0.10  # of the box's extent per axis: centres
 AMPLITUDE = {"default": 2.0, "burgers": 1.25, "navier_stokes": 1.25, "reaction_diffusion": 1.25}
 AXES = (x, y, z)
@@ -85,7 +91,39 @@ def transform(design: Design, seed: int) -> Design:
     u = design.u
     assert u is not None  # callers vary only manufactured designs
     new_u = tuple(moved(c) for c in u) if isinstance(u, tuple) else moved(u)
-    return dataclasses.replace(design, u=new_u, p=moved(design.p) if design.p is not None else None)
+    # drawn after the map's: a coefficient's draw never changes the solution a seed gives
+    params = tuple((name, _coefficient(design.family, name, value, rng)) for name, value in design.params)
+    return dataclasses.replace(
+        design,
+        u=new_u,
+        p=moved(design.p) if design.p is not None else None,
+        kappa=_kappa(design.kappa, rng),
+        params=params,
+    )
+
+
+def _factor(rng) -> float:
+    return float(_rounded(rng.uniform(1 - COEFFICIENT_RANGE, 1 + COEFFICIENT_RANGE)))
+
+
+def _coefficient(family: str, name: str, value, rng):
+    """A regime's coefficient within COEFFICIENT_RANGE of the published one (a wind: its
+    speed, direction kept); kept where KEPT_COEFFICIENTS says, and expressions."""
+    if (family, name) in KEPT_COEFFICIENTS or isinstance(value, (str, bool)):
+        return value
+    factor = _factor(rng)
+    if isinstance(value, list):
+        return [float(_rounded(factor * v)) for v in value]
+    return float(_rounded(factor * value))
+
+
+def _kappa(kappa: str, rng) -> str:
+    """The diffusivity times a factor within COEFFICIENT_RANGE: its shape and contrast kept."""
+    factor = _factor(rng)
+    try:
+        return expression_to_string(_rounded(factor * float(kappa)))
+    except ValueError:
+        return expression_to_string(_rounded(factor) * parse_expression(kappa))
 
 
 def variant(published: CaseRecord, design: Design, seed: int, case_dir: Path | None = None) -> CaseRecord | None:
