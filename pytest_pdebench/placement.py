@@ -12,7 +12,6 @@ ride along to be shown beside the paired ones).
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
 from .evaluation import Settings, item_directory
+from .execution import Executor
 from .libraries import get_track
 from .plan import ItemPlan
 from .sources import Submission
@@ -69,12 +69,14 @@ class Placement:
         turn comes)."""
         seed = self.settings.variant_seed
         if seed is not None:
-            return self._paired(self._variant(record, seed, case_dir), library, case_dir, machine)
-        if self.settings.baseline == "paired":
-            return self._paired(record, library, case_dir, machine)
+            record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
-        thresholds, executor = None, None
-        if self.cluster is None:
+        thresholds, executor, oracle, stored = None, None, None, None
+        if seed is not None or self.settings.baseline == "paired":
+            oracle, executor = self._paired(record, library, machine)
+            if seed is None and self.cluster is None:  # shown beside the paired thresholds
+                stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
+        elif self.cluster is None:
             if not self.settings.calibrate:
                 thresholds = self._thresholds(record, library, fingerprint, self.store, quiet)
         elif self.settings.calibrate:
@@ -82,15 +84,18 @@ class Placement:
         else:
             thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, quiet)
             executor = self.cluster.executor(timed_on)
+        item_dir = item_directory(self.settings, library, record.id, machine)
         return ItemPlan(
             record,
             library,
             case_dir,
-            item_directory(self.settings, library, record.id, machine),
+            item_dir,
             fingerprint,
             thresholds,
             executor,
             machine,
+            oracle=oracle,
+            stored=stored,
         )
 
     def sibling(
@@ -98,41 +103,25 @@ class Placement:
     ) -> ItemPlan:
         """--pde-sibling: the plan of the published record's second variant, the one no
         prompt showed, paired with the oracle; raises NotVaried, NoCalibration."""
-        seed = SIBLING_SEED + (self.settings.variant_seed or 0)
-        plan = self._paired(self._variant(record, seed, case_dir), library, case_dir, machine)
-        return dataclasses.replace(plan, item_dir=item_dir, stored=None)
+        varied = self._variant(record, SIBLING_SEED + (self.settings.variant_seed or 0), case_dir)
+        oracle, executor = self._paired(varied, library, machine)
+        fingerprint = case_fingerprint(varied, library)
+        return ItemPlan(varied, library, case_dir, item_dir, fingerprint, None, executor, machine, oracle=oracle)
 
     def _variant(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord:
         if self.vary is None:
             raise NotVaried(f"{record.id}: no variant maker in this session")
         return self.vary(record, seed, case_dir)
 
-    def _paired(self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None) -> ItemPlan:
-        """The oracle runs beside the submission on the same worker; stored thresholds,
-        where this machine has some for the record, ride along."""
+    def _paired(self, record: CaseRecord, library: str, machine: str | None) -> tuple[Submission, Executor | None]:
+        """(the oracle that runs beside the submission, the executor of the worker both run on)."""
         try:
             oracle = self.oracle(record, library)
         except NoSubmission as exc:
             raise NoCalibration(f"no paired baseline: {exc}") from None
-        executor = None
-        if self.cluster is not None:
-            executor = self.cluster.executor(machine or next(iter(self.cluster.machines())))
-        fingerprint = case_fingerprint(record, library)
-        stored = None
-        if record.evaluation_metadata.variant is None and self.cluster is None:
-            stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
-        return ItemPlan(
-            record,
-            library,
-            case_dir,
-            item_directory(self.settings, library, record.id, machine),
-            fingerprint,
-            None,
-            executor,
-            machine,
-            oracle=oracle,
-            stored=stored,
-        )
+        if self.cluster is None:
+            return oracle, None
+        return oracle, self.cluster.executor(machine or next(iter(self.cluster.machines())))
 
     def oracle(self, record: CaseRecord, library: str) -> Submission:
         """The oracle's solver for the item (paired baselines); raises NoSubmission."""

@@ -92,13 +92,13 @@ def transform(design: Design, seed: int) -> Design:
     assert u is not None  # callers vary only manufactured designs
     new_u = tuple(moved(c) for c in u) if isinstance(u, tuple) else moved(u)
     # drawn after the map's: a coefficient's draw never changes the solution a seed gives
-    params = tuple((name, _coefficient(design.family, name, value, rng)) for name, value in design.params)
+    coefficients = tuple((name, _coefficient(design.family, name, value, rng)) for name, value in design.params)
     return dataclasses.replace(
         design,
         u=new_u,
         p=moved(design.p) if design.p is not None else None,
         kappa=_kappa(design.kappa, rng),
-        params=params,
+        params=coefficients,
     )
 
 
