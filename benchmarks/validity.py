@@ -168,8 +168,9 @@ def live_hogs(options: list[str]) -> tuple[int, list[str]]:
 
 
 def live_options(variants: int | None, baseline: str | None, select: int | None,
-                 library: str, hog: int = 0) -> tuple[str, list[str]]:
-    """(the rung names' suffix, the pytest options) of --variants, --baseline, --select, --hog."""
+                 library: str, hog: int = 0, only: Path | None = None) -> tuple[str, list[str]]:
+    """(the rung names' suffix, the pytest options) of --variants, --baseline, --select,
+    --only and --hog."""
     suffix, options = "", []
     if variants is not None:
         suffix, options = f"-variants-{variants}", [f"--pde-variants={variants}"]
@@ -178,6 +179,9 @@ def live_options(variants: int | None, baseline: str | None, select: int | None,
     if select:
         suffix += f"-select{select}"
         options += ["-k", " or ".join(selected(library, select))]
+    if only:
+        suffix += f"-{only.stem}"
+        options += ["-k", " or ".join(only.read_text().split())]
     if hog:
         suffix += f"-hog{hog}"
         options.append(f"{HOG}{hog}")
@@ -329,10 +333,11 @@ def main() -> int:
     parser.add_argument("--variants", type=int, metavar="SEED", help="run the rungs on the variants of SEED")
     parser.add_argument("--baseline", choices=("stored", "paired"), help="paired: the oracle beside each item")
     parser.add_argument("--select", type=int, metavar="N", help="N manufactured records per family only")
+    parser.add_argument("--only", type=Path, metavar="FILE", help="the case ids in FILE (one a line) only")
     parser.add_argument("--hog", type=int, default=0, metavar="N", help="N busy processes beside each rung")
     parser.add_argument("--against", metavar="NAME", help="compare the verdicts with the kept rung NAME")
     args = parser.parse_args()
-    live = live_options(args.variants, args.baseline, args.select, args.library, args.hog)
+    live = live_options(args.variants, args.baseline, args.select, args.library, args.hog, args.only)
     OUT.mkdir(parents=True, exist_ok=True)
     results = {}
     for base_rung in args.rungs.split(","):
