@@ -344,3 +344,17 @@ def test_each_machine_class_is_calibrated_on_its_own_workers_and_judged_by_its_o
                                "-k", "first")
     assert "no calibration for case 'first' on dolfinx for the machines of the cluster's workers" in done.stdout
     assert "class-a" in done.stdout and "class-b" in done.stdout and not outcomes
+
+
+def test_variants_with_paired_baselines_run_on_the_cluster(tmp_path, dask_cluster):
+    """--pde-variants through the cluster: the run-ahead queue sends each item's variant with
+    its paired oracle; the worker runs both and the controller judges them."""
+    cases = [case for case in DOLFINX_CASES if "noexact" not in case][:2]  # numerical references have no variant
+    done, outcomes = run_track(tmp_path, "dolfinx", REPO / "cases", ORACLE, "-k", " or ".join(cases),
+                               "--pde-variants=3", f"--pde-cluster={dask_cluster.address}")
+    assert sorted(outcomes) == sorted(cases), done.stdout[-3000:]
+    for case_id, verdict in outcomes.items():
+        assert verdict["outcome"] == "PASS", (case_id, verdict["reason"])
+        assert verdict["variant_seed"] == 3 and verdict["calibration"] == "paired oracle"
+        assert len(verdict["baseline"]["timed_runs"]) == len(verdict["timed_runs"]) == 1
+        assert verdict["worker"], case_id  # it ran on a Dask worker
