@@ -414,6 +414,7 @@ class PdeRun:
             "sandbox": self.settings.sandbox,
             "mode": self.mode,
             "baseline": self.settings.baseline,
+            **({"oracle": str(self.settings.oracle_dir)} if self.settings.baseline == "paired" else {}),
             **({"variant_seed": self.settings.variant_seed} if self.settings.variant_seed is not None else {}),
             **({"sibling_seed": SIBLING_SEED + (self.settings.variant_seed or 0)} if self.settings.sibling else {}),
             "runner": {library: self.settings.runner_for(library) for library in self.libraries},
