@@ -60,7 +60,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros")
 SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "oracle-cluster": "submissions/oracle",
-           "textbook": "submissions/textbook",
+           "textbook": "submissions/textbook", "textbook-again": "submissions/textbook",
            **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST},
            "calibration-again": "submissions/oracle"}
 OUT = REPO / "reports" / "validity"
