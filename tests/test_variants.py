@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -12,7 +13,7 @@ import pytest
 import sympy as sp
 
 from pytest_pdebench.authoring.suite import suite_designs
-from pytest_pdebench.authoring.variants import KEPT_COEFFICIENTS, record_digest, variant
+from pytest_pdebench.authoring.variants import KEPT_COEFFICIENTS, LONGEST_INTEGER, record_digest, variant
 from pytest_pdebench.cases import FAMILIES, CaseRecord, iter_case_file, load_cases
 from pytest_pdebench.expressions import parse_expression, x, y
 from pytest_pdebench.testing import REPO
@@ -69,6 +70,9 @@ def test_a_variant_keeps_the_design_and_draws_a_new_answer(family):
     assert made.evaluation_metadata.variant.of == record_digest(record)
     assert made.evaluation_metadata.thresholds == {}  # the published data's baselines do not apply
     coefficients_within(made, record)
+    # no integer a solver's form compiler could not write as a 64-bit literal (see _plain_numbers)
+    integers = re.findall(r"(?<![\d.eE])\d+(?![\d.])", json.dumps(made.case_spec_dict()))
+    assert max(int(i) for i in integers) <= LONGEST_INTEGER
 
 
 def coefficients_within(made: CaseRecord, record: CaseRecord) -> None:
