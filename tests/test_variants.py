@@ -45,7 +45,7 @@ def what_stays(record: CaseRecord) -> dict:
     return {
         "family": record.family,
         "math_type": record.pde_classification.math_type,
-        "domain": spec["domain"],
+        "domain": {key: value for key, value in spec["domain"].items() if key != "geometry_params"},
         "pde_params": sorted(spec["pde"]["params"]),  # the names; their values: coefficients_within
         "time": spec["pde"].get("time"),
         "bc": json.dumps(bc, sort_keys=True, default=str),
@@ -70,6 +70,7 @@ def test_a_variant_keeps_the_design_and_draws_a_new_answer(family):
     assert made.evaluation_metadata.variant.of == record_digest(record)
     assert made.evaluation_metadata.thresholds == {}  # the published data's baselines do not apply
     coefficients_within(made, record)
+    geometry_within(made, record)
     # no integer a solver's form compiler could not write as a 64-bit literal (see _plain_numbers)
     integers = re.findall(r"(?<![\d.eE])\d+(?![\d.])", json.dumps(made.case_spec_dict()))
     assert max(int(i) for i in integers) <= LONGEST_INTEGER
@@ -94,6 +95,44 @@ def coefficients_within(made: CaseRecord, record: CaseRecord) -> None:
             continue
         for a, b in zip(np.atleast_1d(new[name]), np.atleast_1d(value)):
             assert abs(a - b) <= 0.1 * abs(b) + 1e-12, (name, a, b)
+
+
+def numbers(value) -> list[float]:
+    if isinstance(value, dict):
+        return [n for key in sorted(value) for n in numbers(value[key])]
+    if isinstance(value, (list, tuple)):
+        return [n for item in value for n in numbers(item)]
+    return [float(value)] if isinstance(value, (int, float)) else []
+
+
+def geometry_within(made: CaseRecord, record: CaseRecord) -> None:
+    """The template and its box kept; each of its parameters within 10% (an eccentric
+    annulus' inner centre: its offset within 15%; coordinates near zero within 0.01)."""
+    new, old = made.case_spec_dict()["domain"], record.case_spec_dict()["domain"]
+    assert (new["type"], new["bounds"]) == (old["type"], old["bounds"])
+    a, b = numbers(new.get("geometry_params", {})), numbers(old.get("geometry_params", {}))
+    assert len(a) == len(b)
+    for moved, published in zip(a, b):
+        assert abs(moved - published) <= 0.1 * abs(published) + 0.01, (new["type"], moved, published)
+
+
+MOVED_TEMPLATES = {"l_shape", "square_with_hole", "multi_hole", "annulus", "eccentric_annulus", "star", "gear",
+                   "t_junction", "dumbbell"}  # fmt: skip
+
+
+@pytest.mark.parametrize("template", sorted({d.domain for d in suite_designs() if d.u is not None and not d.smoke}))
+def test_a_variant_moves_the_templates_parameters_within_its_box(template):
+    record = next(r for r in published().values() if designs()[r.id].domain == template and designs()[r.id].u is not None
+                  and not designs()[r.id].smoke)  # fmt: skip
+    made = [variant(record, designs()[record.id], seed, CASES) for seed in (1, 2)]
+    for one in made:
+        geometry_within(one, record)
+    params = [one.case_spec_dict()["domain"].get("geometry_params") for one in made]
+    published_params = record.case_spec_dict()["domain"].get("geometry_params")
+    if template in MOVED_TEMPLATES:  # two seeds, two shapes (one may round back to the published)
+        assert params[0] != params[1]
+    else:  # a disk, a sector, the boxes: their parameters are their box
+        assert params == [published_params, published_params]
 
 
 def test_variants_are_deterministic_in_record_and_seed():

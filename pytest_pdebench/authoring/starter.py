@@ -54,6 +54,7 @@ class Design:
     dirichlet: tuple[tuple[str | list[str], object], ...] = (("boundary", "0"),)  # tag(s), value(s)
     initial: str = "0"
     smoke: bool = False  # the classic smoke case: its data may give the answer away (issue 11)
+    geometry: dict | None = None  # the template's parameters; None: DOMAINS' or the template's defaults
 
     def pde_params(self) -> dict:
         return {"kappa": self.kappa} if self.family in ("poisson", "heat") else dict(self.params)
@@ -526,7 +527,7 @@ def build_record(design: Design, hide_solution: bool = True, key: str | None = N
     regenerated. ``key`` seeds the hiding's draws (default: the design's id; a variant
     gives its own, so that its hidden data are drawn afresh too)."""
 
-    params = DOMAINS.get(design.domain)
+    params = design.geometry if design.geometry is not None else DOMAINS.get(design.domain)
     if params is None:  # the template's documented defaults, spelled out for the agent
         params = json.loads(json.dumps(resolve_geometry({"type": design.domain}).params))
     geometry = resolve_geometry({"type": design.domain, "geometry_params": params})

@@ -2,10 +2,14 @@
 design, so that a score on it cannot come from having seen the published answers.
 
 A variant keeps everything that makes the case what it is: family, regime, domain
-template and parameters, boundary-condition kinds and tags, evaluation grid, time
-interval, difficulty tag, evaluation and calibration settings. The regime's scalar
-coefficients move within 10% (each its own draw; see KEPT_COEFFICIENTS for those kept), and
-the exact solution changes by a transformation that keeps its structure:
+template, boundary-condition kinds and tags, evaluation grid, time interval, difficulty
+tag, evaluation and calibration settings. The regime's scalar coefficients move within 10%
+(each its own draw; see KEPT_COEFFICIENTS for those kept); the template's parameters move
+within 10% where that keeps the bounding box, hence the evaluation grid (``_moved_geometry``:
+a hole's size and place, the L's corner, an annulus' inner radius, a star's inner radius,
+a gear's teeth, a junction's stem, a dumbbell's bridge; a disk, a sector and the boxes keep
+theirs, which are their box); and the exact solution changes by a transformation that keeps
+its structure:
 
     u_variant(X, t) = A * u(X', t),   X' = c + s * (X - c) - d
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -50,6 +55,7 @@ COEFFICIENT_RANGE = 0.10  # each scalar coefficient of the regime scaled by 1 +-
 # 1/2), Helmholtz's k (the published k sit between Dirichlet eigenvalues: 10% would cross
 # some and make the problem near-singular); reaction terms are expressions in u, kept too
 KEPT_COEFFICIENTS = {("linear_elasticity", "nu"), ("helmholtz", "k")}
+GEOMETRY_RANGE = 0.10  # each moved length of a domain template scaled by 1 +- this
 SHIFT_SHARE = 0.10  # of the box's extent per axis: centres
 AMPLITUDE = {"default": 2.0, "burgers": 1.25, "navier_stokes": 1.25, "reaction_diffusion": 1.25}
 AXES = (x, y, z)
@@ -95,7 +101,7 @@ def _plain_numbers(value):
 def transform(design: Design, seed: int) -> Design:
     """The design with its exact solution moved by the variant's map (see the module)."""
     rng = case_rng(design.id, f"variant:{seed}")
-    params = DOMAINS.get(design.domain)
+    params = design.geometry if design.geometry is not None else DOMAINS.get(design.domain)
     geometry = resolve_geometry({"type": design.domain, **({"geometry_params": params} if params else {})})
     box = geometry.bbox
     periodic = set(design.periodic)
@@ -117,13 +123,74 @@ def transform(design: Design, seed: int) -> Design:
     new_u = tuple(moved(c) for c in u) if isinstance(u, tuple) else moved(u)
     # drawn after the map's: a coefficient's draw never changes the solution a seed gives
     coefficients = tuple((name, _coefficient(design.family, name, value, rng)) for name, value in design.params)
+    kappa = _kappa(design.kappa, rng)
+    moved_geometry = _moved_geometry(design.domain, params if params else geometry.params, rng)
+    if moved_geometry is not None:
+        moved_box = resolve_geometry({"type": design.domain, "geometry_params": moved_geometry}).bbox
+        assert all(abs(a - b) < 1e-12 for a, b in zip(moved_box, box)), (design.id, moved_box, box)
     return dataclasses.replace(
         design,
         u=new_u,
         p=moved(design.p) if design.p is not None else None,
-        kappa=_kappa(design.kappa, rng),
+        kappa=kappa,
         params=coefficients,
+        geometry=moved_geometry if moved_geometry is not None else design.geometry,
     )
+
+
+def _length(value: float, rng) -> float:
+    return float(_rounded(value * rng.uniform(1 - GEOMETRY_RANGE, 1 + GEOMETRY_RANGE)))
+
+
+def _moved_geometry(kind: str, params: dict, rng) -> dict | None:
+    """The template's parameters with the lengths that do not set the bounding box each
+    moved within GEOMETRY_RANGE (drawn in a fixed order: deterministic in the seed); None
+    for a template whose parameters are its box. Every move keeps the shapes apart by a
+    margin: a hole stays at least 0.1 from the outer boundary and the other holes."""
+    p = json.loads(json.dumps(params))  # a copy, tuples as lists
+    if kind == "l_shape":  # the re-entrant corner, its two edges following it
+        vertices = p["vertices"]
+        corner = [_length(vertices[3][0], rng), _length(vertices[3][1], rng)]
+        vertices[2][1], vertices[3], vertices[4][0] = corner[1], corner, corner[0]
+    elif kind == "square_with_hole" and "radius" in p["hole"]:
+        hole = p["hole"]
+        hole["center"] = [_length(c, rng) for c in hole["center"]]
+        hole["radius"] = _length(hole["radius"], rng)
+    elif kind == "multi_hole":
+        for hole in p["holes"]:
+            hole["radius"] = _length(hole["radius"], rng)
+    elif kind == "annulus":
+        if "inner_radius" in p:
+            p["inner_radius"] = _length(p["inner_radius"], rng)
+        else:
+            p["inner"]["radius"] = _length(p["inner"]["radius"], rng)
+    elif kind == "eccentric_annulus":  # the inner disk's offset and radius
+        centre, inner = p["outer"]["center"], p["inner"]
+        inner["center"][0] = float(_rounded(centre[0] + (inner["center"][0] - centre[0]) * rng.uniform(0.85, 1.15)))
+        inner["radius"] = _length(inner["radius"], rng)
+    elif kind == "star":
+        p.pop("vertices", None)
+        p["inner_radius"] = _length(p["inner_radius"], rng)
+    elif kind == "gear":  # the teeth's height, their tips where they were
+        p.pop("vertices", None)
+        tip = p["base_radius"] + p["tooth_height"]
+        p["tooth_height"] = _length(p["tooth_height"], rng)
+        p["base_radius"] = float(_rounded(tip - p["tooth_height"]))
+    elif kind == "t_junction":  # the stem's width and where it meets the bar
+        bar, stem = p["bar"], p["stem"]
+        middle, half = (stem[0] + stem[1]) / 2, _length((stem[1] - stem[0]) / 2, rng)
+        meet = float(_rounded(bar[3] - _length(bar[3] - bar[2], rng)))
+        p["bar"] = [bar[0], bar[1], meet, bar[3]]
+        p["stem"] = [float(_rounded(middle - half)), float(_rounded(middle + half)), stem[2], meet]
+    elif kind == "dumbbell":  # the bridge's thickness
+        bridge = p["bridge"]
+        middle, half = (bridge[2] + bridge[3]) / 2, _length((bridge[3] - bridge[2]) / 2, rng)
+        p["bridge"] = [bridge[0], bridge[1], float(_rounded(middle - half)), float(_rounded(middle + half))]
+    else:
+        return None
+    if kind in ("star", "gear"):  # spelled out as the published record spells them
+        p = json.loads(json.dumps(resolve_geometry({"type": kind, "geometry_params": p}).params))
+    return p
 
 
 def _factor(rng) -> float:
