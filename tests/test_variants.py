@@ -122,8 +122,8 @@ MOVED_TEMPLATES = {"l_shape", "square_with_hole", "multi_hole", "annulus", "ecce
 
 @pytest.mark.parametrize("template", sorted({d.domain for d in suite_designs() if d.u is not None and not d.smoke}))
 def test_a_variant_moves_the_templates_parameters_within_its_box(template):
-    record = next(r for r in published().values() if designs()[r.id].domain == template and designs()[r.id].u is not None
-                  and not designs()[r.id].smoke)  # fmt: skip
+    design = next(d for d in designs().values() if d.domain == template and d.u is not None and not d.smoke)
+    record = published()[design.id]
     made = [variant(record, designs()[record.id], seed, CASES) for seed in (1, 2)]
     for one in made:
         geometry_within(one, record)
