@@ -128,9 +128,9 @@ if ! is_python312 "$VENV/bin/python"; then
     "$PY312" -m venv "$VENV"
 fi
 
-say "installing pytest-pdebench with the DOLFINx track, mini-swe-agent, Dask and the tests' Hypothesis into $VENV (about two minutes the first time)"
+say "installing pytest-pdebench with the DOLFINx track, mini-swe-agent, Dask, the tests' Hypothesis and MkDocs into $VENV (about two minutes the first time)"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-"$VENV/bin/python" -m pip install --quiet -e ".[dolfinx,agents,cluster,test]" 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -m pip install --quiet -e ".[dolfinx,agents,cluster,test,docs]" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import pytest_pdebench.plugin' || die "pytest-pdebench did not install"
 version=$("$VENV/bin/python" -c 'from mpi4py import MPI; import dolfinx; print(dolfinx.__version__)') \
     || die "DOLFINx does not import in $VENV"
