@@ -4,13 +4,14 @@ intervals, p-values, re-gating, and every output file."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import subprocess
 import sys
 
 import pytest
 
-from pytest_pdebench.analysis import stats, tables
+from pytest_pdebench.analysis import figures, stats, tables
 from pytest_pdebench.analysis.render import write_report
 from pytest_pdebench.analysis.runs import ReportError, exec_category, load_run
 from pytest_pdebench.testing import json_report, verdict
@@ -37,6 +38,17 @@ def test_mcnemar_exact_p_value():
     assert stats.mcnemar_exact(3, 3) == 1.0
     assert stats.mcnemar_exact(0, 0) == 1.0
     assert stats.mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+
+
+def test_the_fewest_discordant_pairs_that_can_show_a_difference():
+    """Exact McNemar: n discordant pairs all on one side give p = 2 * 0.5**n, the least any
+    split of n can give; at 0.05 that takes 6 of them (5: 0.0625, 6: 0.03125)."""
+    assert [stats.mcnemar_smallest_p(n) for n in (0, 1, 5, 6)] == [1.0, 1.0, 0.0625, 0.03125]
+    assert all(stats.mcnemar_smallest_p(n) == pytest.approx(stats.mcnemar_exact(0, n)) for n in range(12))
+    assert stats.mcnemar_fewest_discordant(0.05) == 6
+    assert stats.mcnemar_fewest_discordant(0.01) == 8  # 2/128 = 0.0156 is not below it, 2/256 is
+    with pytest.raises(ValueError):
+        stats.mcnemar_fewest_discordant(0.0)
 
 
 def test_pass_at_k_unbiased_estimator():
@@ -111,9 +123,44 @@ def test_paired_comparison_counts_and_mcnemar(two_systems):
     assert (result["cases"], result["both"], result["only_first"], result["only_second"]) == (4, 1, 2, 1)
     assert result["difference"] == pytest.approx(0.25)
     assert result["p_mcnemar"] == pytest.approx(1.0)  # 2 vs 1: 2 * (1 + 3) / 8 > 1, capped
-    assert result["within_noise"]
     table = tables.comparison_table(rows)
-    assert table.rows[0][-1] == "within noise"
+    assert table.rows[0][-1].startswith("no difference shown (3 discordant cases: at least 6 are needed")
+
+
+def comparison_rows(tmp_path, first_only, second_only, both=0):
+    """Rows of systems 'a' and 'b' on the same cases: a passes first_only cases b fails, b
+    passes second_only cases a fails, both pass `both` more."""
+    a, b = [], []
+    for index, (pass_a, pass_b) in enumerate([(True, False)] * first_only + [(False, True)] * second_only
+                                             + [(True, True)] * both):
+        a.append(verdict(f"c{index}", "PASS" if pass_a else "F-Acc", source="submissions/a"))
+        b.append(verdict(f"c{index}", "PASS" if pass_b else "F-Acc", source="submissions/b"))
+    runs = [load_run(json_report(tmp_path / "a.json", a)), load_run(json_report(tmp_path / "b.json", b))]
+    return [row for run in runs for row in run.rows]
+
+
+@pytest.mark.parametrize(("first_only", "second_only", "reading"), [
+    # one case: +100 [+100, +100] and p = 1, never "a ahead"
+    (1, 0, "no difference shown (1 discordant case: at least 6 are needed for any difference to be significant at "
+           "0.05)"),
+    (5, 0, "no difference shown (5 discordant cases: at least 6 are needed for any difference to be significant at "
+           "0.05)"),  # p = 0.0625, and the bootstrap interval [+x, +y] holds no 0
+    (0, 6, "b ahead"),  # p = 0.03125
+    (7, 3, "no difference shown"),  # p = 0.34: enough cases, no difference
+    (12, 1, "a ahead"),
+    (0, 0, "no difference shown (both passed the same cases)"),
+])
+def test_a_comparison_calls_a_system_ahead_only_when_mcnemar_is_significant(tmp_path, first_only, second_only,
+                                                                            reading):
+    rows = comparison_rows(tmp_path, first_only, second_only, both=1)
+    (row,) = tables.comparison_table(rows).rows
+    assert row[6:8] == [first_only, second_only] and row[-1] == reading
+
+
+def test_the_comparison_note_states_the_test_and_its_level(tmp_path):
+    table = tables.comparison_table(comparison_rows(tmp_path, 1, 0))
+    assert "McNemar's exact test" in table.note and "0.05" in table.note and "fewer than 6" in table.note
+    assert "+100.0 [+100.0, +100.0]" in table.rows[0][8]  # the interval that read as "a ahead" before
 
 
 def test_regate_from_stored_numbers():
@@ -239,6 +286,12 @@ def test_report_folder_from_the_command_line(two_systems, tmp_path):
     assert "\\toprule" in (out / "tables.tex").read_text()
     page = (out / "report.html").read_text()
     assert page.count("<svg") == 4 and 'href="file:///tmp/out/dolfinx/p1"' in page
+    markdown = (out / "report.md").read_text()
+    for stem in summary["figures"]:  # a caption in words, in both pages, never the file's stem
+        words = figures.caption(stem)
+        assert len(words.split()) >= 10 and words.endswith(".")
+        assert f"<figcaption>{html.escape(words)}</figcaption>" in page and f"_{words}_" in markdown
+        assert f"<figcaption>{stem}</figcaption>" not in page
     missing = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "report", str(tmp_path / "nope.json")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "nope.json: cannot read it" in missing.stderr

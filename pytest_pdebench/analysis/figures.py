@@ -10,6 +10,27 @@ from . import tables
 
 COLOURS = {"PASS": "#2e7d32", "F-Exec": "#9e9e9e", "F-Acc": "#c62828", "F-Time": "#f9a825"}
 
+# what each figure shows, in a sentence: its caption in the report
+CAPTIONS = {
+    "stages": "Where the items stop: for each system and library, the share of items that passed or failed "
+    "at the execution, accuracy or time gate.",
+    "families": "Pass rate (%) of each system on each PDE family, one panel per library; a blank cell is a "
+    "family the system ran no case of.",
+    "sensitivity": "How the pass rate would move with the thresholds, re-gated from the stored numbers: left, "
+    "the accuracy multiplier alpha_acc; right, the time multiplier alpha_time; the dotted line is the default.",
+    "gates_scatter": "Each item with an error and a time: its error over its accuracy threshold against its "
+    "time over its time limit (log scales); right of 1 fails on accuracy, above 1 on time.",
+    "attempts": "Pass rate after each attempt, for the systems that had more than one (each attempt saw the "
+    "failure of the one before).",
+    "cost": "Pass rate against the dollars spent on new model calls, one point per system and library "
+    "(answers replayed from the cache cost nothing).",
+}
+
+
+def caption(stem: str) -> str:
+    """The figure's caption: a sentence saying what it shows."""
+    return CAPTIONS[stem]
+
 
 def write_figures(rows: list[dict], folder: Path) -> list[str]:
     import matplotlib

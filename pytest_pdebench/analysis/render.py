@@ -112,7 +112,7 @@ def _markdown(summary: dict, found: list[tables.Table], drawn: list[str]) -> str
         if table.note:
             parts += [f"_{table.note}_", ""]
     for stem in drawn:
-        parts += [f"![{stem}](figures/{stem}.png)", ""]
+        parts += [f"![{figures.caption(stem)}](figures/{stem}.png)", "", f"_{figures.caption(stem)}_", ""]
     return "\n".join(parts)
 
 
@@ -148,7 +148,8 @@ def _html(summary: dict, found: list[tables.Table], drawn: list[str], rows: list
     for stem in drawn:
         svg = (out / "figures" / f"{stem}.svg").read_text()
         svg = svg[svg.find("<svg") :]  # inline: the XML prologue and doctype do not belong in a page
-        figures_html += f'<figure id="figure-{stem}">{svg}<figcaption>{html.escape(stem)}</figcaption></figure>'
+        words = html.escape(figures.caption(stem))
+        figures_html += f'<figure id="figure-{stem}">{svg}<figcaption>{words}</figcaption></figure>'
     items = "".join(
         f"<tr><td>{html.escape(r['system'])}</td><td>{html.escape(r['library'])}</td><td>{html.escape(r['case_id'])}"
         f'</td><td class="{html.escape(r["outcome"])}">{html.escape(r["outcome"])}</td>'

@@ -4,6 +4,9 @@
   where the normal approximation is not).
 * ``mcnemar_exact``: the exact two-sided McNemar p-value of two systems on the same
   cases, from the discordant pairs only (a binomial test with p = 1/2).
+  ``mcnemar_smallest_p`` is the least p any split of n discordant pairs can give (all on
+  one side: 2 * 0.5**n), and ``mcnemar_fewest_discordant`` the fewest discordant pairs
+  with which any split can be significant at a level (6 at 0.05).
 * ``paired_bootstrap``: a percentile interval of the difference in pass rate, resampling
   cases (both systems' results of a case stay together).
 * ``pass_at_k``: the unbiased estimator of pass@k from n samples with c passes
@@ -17,6 +20,7 @@ import random
 from collections.abc import Sequence
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
+LEVEL = 0.05  # the report's significance level: a paired difference is shown when p < LEVEL
 
 
 def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -38,6 +42,23 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+def mcnemar_smallest_p(discordant: int) -> float:
+    """The least exact two-sided p-value that ``discordant`` pairs can give: every one of
+    them on the same side (1.0 when there are none)."""
+    return min(1.0, 2 * 0.5**discordant)
+
+
+def mcnemar_fewest_discordant(level: float = LEVEL) -> int:
+    """The fewest discordant pairs with which some split has p < ``level``: with fewer,
+    no difference between two systems can be shown, whatever the split."""
+    if not 0.0 < level <= 1.0:
+        raise ValueError(f"a significance level is in (0, 1], not {level}")
+    discordant = 0
+    while mcnemar_smallest_p(discordant) >= level:
+        discordant += 1
+    return discordant
 
 
 def paired_bootstrap(

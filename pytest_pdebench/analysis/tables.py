@@ -290,8 +290,16 @@ def paired(rows: list[dict], first: str, second: str, library: str) -> dict | No
         "low": low,
         "high": high,
         "p_mcnemar": stats.mcnemar_exact(only_first, only_second),
-        "within_noise": low <= 0.0 <= high,
     }
+
+
+COMPARISON_NOTE = (
+    "Reading: McNemar's exact test on the cases only one of the two passed (discordant), at the "
+    f"{stats.LEVEL:g} level. 'No difference shown' whenever p is not below it; with fewer than "
+    f"{stats.mcnemar_fewest_discordant()} discordant cases no split can be significant (the least p with n of them "
+    "is 2 x 0.5^n). The bootstrap interval only describes these cases; on few it is unreliable (one case "
+    "gives [+100, +100])."
+)
 
 
 def comparison_table(rows: list[dict]) -> Table | None:
@@ -322,16 +330,28 @@ def comparison_table(rows: list[dict]) -> Table | None:
             "reading",
         ],
         body,
-        "A difference whose interval contains 0 is within noise: these cases do not rank the two.",
+        COMPARISON_NOTE,
     )
+
+
+def comparison_reading(result: dict) -> str:
+    """What a paired result supports: a system ahead only when McNemar's p is below the
+    report's level; else "no difference shown", saying why when the cases cannot show one."""
+    only_first, only_second = result["only_first"], result["only_second"]
+    if result["p_mcnemar"] < stats.LEVEL:
+        return f"{result['first'] if only_first > only_second else result['second']} ahead"
+    discordant, needed = only_first + only_second, stats.mcnemar_fewest_discordant()
+    if discordant == 0:
+        return "no difference shown (both passed the same cases)"
+    if discordant < needed:
+        return (
+            f"no difference shown ({discordant} discordant case{'s' if discordant > 1 else ''}: "
+            f"at least {needed} are needed for any difference to be significant at {stats.LEVEL:g})"
+        )
+    return "no difference shown"
 
 
 def _comparison_row(result: dict) -> list:
-    reading = (
-        "within noise"
-        if result["within_noise"]
-        else (f"{result['first'] if result['difference'] > 0 else result['second']} ahead")
-    )
     return [
         result["first"],
         result["second"],
@@ -343,7 +363,7 @@ def _comparison_row(result: dict) -> list:
         result["only_second"],
         f"{100 * result['difference']:+.1f} [{100 * result['low']:+.1f}, {100 * result['high']:+.1f}]",
         f"{result['p_mcnemar']:.3g}",
-        reading,
+        comparison_reading(result),
     ]
 
 
@@ -411,6 +431,7 @@ def template_table(rows: list[dict]) -> Table | None:
             "reading",
         ],
         body,
+        COMPARISON_NOTE,
     )
 
 
