@@ -27,7 +27,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-RECIPES = Path(__file__).resolve().parent.parent / "containers"
+from .bundled import bundled
+
+RECIPES = bundled("containers")
 PACKAGE = Path(__file__).resolve().parent
 BASE_REPOSITORY = "localhost/pdebench-base"  # "localhost/": podman would look for a bare name on docker.io
 DEBIAN_MIRROR = os.environ.get("PDEBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")

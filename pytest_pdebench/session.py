@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from .attempts import run_attempts
+from .bundled import bundled
 from .calibration import Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .containers import image_digest
@@ -34,14 +35,7 @@ from .speed import drift, drift_problem, probe_seconds
 if TYPE_CHECKING:  # the cluster package imports Dask (optional, and slow to import): only with --pde-cluster
     from .cluster.controller import Cluster
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ORACLE = "submissions/oracle"
-
-
-def _bundled(rootdir: Path, name: str) -> Path:
-    """A top-level folder of the project: the rootdir's if it has one, else the package's checkout."""
-    here = rootdir / name
-    return here if here.exists() else PACKAGE_ROOT / name
 
 
 def _libraries(values: list[str] | None) -> tuple[str, ...]:
@@ -90,7 +84,7 @@ def _baseline(opt, validate: bool) -> str:
 
 
 def _oracle_dir(opt, rootdir: Path) -> Path:
-    folder = Path(opt.pde_oracle) if opt.pde_oracle else _bundled(rootdir, DEFAULT_ORACLE)
+    folder = Path(opt.pde_oracle) if opt.pde_oracle else bundled(DEFAULT_ORACLE, rootdir)
     if not folder.is_dir():
         raise pytest.UsageError(f"--pde-oracle: no directory at {folder}")
     return folder.resolve()
@@ -198,11 +192,11 @@ class PdeRun:
                 "--pde-calibrate or --pde-validate"
             )
         if submissions is None and (opt.pde_calibrate or validate):
-            submissions = str(_bundled(config.rootpath, DEFAULT_ORACLE))
+            submissions = str(bundled(DEFAULT_ORACLE, config.rootpath))
         if submissions is None and not opt.pde_model:
             return None
         rootdir = config.rootpath
-        cases_path = Path(opt.pde_validate or opt.pde_cases or _bundled(rootdir, "cases"))
+        cases_path = Path(opt.pde_validate or opt.pde_cases or bundled("cases", rootdir))
         if not cases_path.exists():
             raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
         if opt.pde_runs < 1:
@@ -240,7 +234,7 @@ class PdeRun:
             label += "-paired"
         output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
         settings = dataclasses.replace(settings, output_dir=output.resolve())
-        calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else _bundled(rootdir, "calibrations")
+        calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else bundled("calibrations", rootdir)
         libraries = _libraries(opt.pde_library)
         cluster = _cluster(config, libraries, settings) if opt.pde_cluster and not validate else None
         if cluster is not None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ..bundled import bundled
 from ..cases import CaseRecord, agent_view
 from ..llm.cache import ResponseCache, SpendLedger
 from ..llm.client import Completion, ModelCallFailed, ModelClient
@@ -161,7 +162,7 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
     ledger = SpendLedger(cache.directory / f"spend-{spec.slug}.json", opt.pde_budget)
     if is_controller:
         ledger.reset()  # the budget is per run; workers share the file
-    guides = Path(opt.pde_guides) if opt.pde_guides else rootdir / "guides"
+    guides = Path(opt.pde_guides) if opt.pde_guides else bundled("guides", rootdir)
     if opt.pde_agent:
         if opt.pde_replay:
             raise pytest.UsageError("--pde-replay replays single completions: agents are not cached")

@@ -1,0 +1,65 @@
+"""Installed, the plugin works from any folder (issue 40): a wheel built from the checkout,
+installed with its DOLFINx extra into a fresh virtual environment, evaluates a solver folder
+from an empty folder outside the checkout, on the bundled cases the wheel carries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from pytest_pdebench.testing import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.fem]
+
+CASE = "poisson_smooth_kappa_annulus_000"
+
+
+def run(*command, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory, dolfinx_available) -> Path:
+    """The bin folder of a fresh environment with the wheel and its DOLFINx extra installed
+    (from PyPI, or pip's cache after `make setup`)."""
+    scratch = tmp_path_factory.mktemp("install")
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", scratch / "dist", REPO, cwd=scratch)
+    wheel = next((scratch / "dist").glob("pytest_pdebench-*.whl"))
+    venv.create(scratch / "env", with_pip=True)
+    bin_dir = scratch / "env" / "bin"
+    run(bin_dir / "pip", "install", "-q", f"{wheel}[dolfinx]", cwd=scratch)
+    return bin_dir
+
+
+def test_the_wheel_carries_what_a_run_needs(installed):
+    where = run(installed / "python", "-c", "import pytest_pdebench.bundled as b; print(b.bundled('cases'))", cwd="/")
+    cases = Path(where.stdout.strip())
+    assert not cases.is_relative_to(REPO) and (cases / "suite.jsonl").is_file() and (cases / "schema.json").is_file()
+    for name in ("calibrations/dolfinx", "guides/DOLFINX_GUIDE.md", "submissions/oracle/dolfinx", "containers"):
+        assert (cases.parent / name).exists(), name
+
+
+def test_an_installed_plugin_judges_a_folder_from_an_empty_folder(installed, tmp_path):
+    project = tmp_path / "project"  # outside the checkout, no conftest, no cases of its own
+    solvers = project / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    for name in ("_textbook.py", "poisson.py"):  # the plain P1 solver: passes this case on the bundled data
+        (solvers / name).write_text((REPO / "submissions" / "textbook" / "dolfinx" / name).read_text())
+    done = subprocess.run(
+        [installed / "pytest", "--pde-submissions=solvers", "--pde-library=dolfinx", "-k", CASE,
+         "--json-report", "--json-report-file=report.json", "-p", "no:cacheprovider"],
+        cwd=project, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 selected" in done.stdout and "no file or directory" not in done.stdout
+    tests = json.loads((project / "report.json").read_text())["tests"]
+    verdicts = [t["metadata"]["pde"] for t in tests if t.get("metadata", {}).get("pde")]
+    assert [(v["case_id"], v["library"], v["outcome"]) for v in verdicts] == [(CASE, "dolfinx", "PASS")]
+    assert (project / "reports" / "runs" / "solvers" / "dolfinx" / CASE).is_dir()  # the audit folder, here
