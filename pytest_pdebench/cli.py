@@ -1,25 +1,8 @@
 """The ``pdebench`` command: build cases, write the schema, calibrate, show tables.
 
-pdebench schema [--check]               write (or check) cases/schema.json
-pdebench build-starter                  write tests/cases/starter.jsonl (the smoke suite)
-pdebench calibrate --library dolfinx    run the oracle here, write calibrations/ and
-                                        (with --update-cases) the records' thresholds
-pdebench materialize --library L        only the second step: calibrations/ -> records
-pdebench table REPORT.json              outcome table of a pytest JSON report
-pdebench import-upstream [FILE]         convert the public benchmark_v2.jsonl (read at
-                                        run time, never committed) to this layout
-pdebench build-references CASES.jsonl   numerical references for records without an
-                                        exact solution (needs DOLFINx)
-pdebench calibration-summary            e_base, tau_acc and t_base distributions
-pdebench build-suite                    the full suite from build/design_matrix.toml
-pdebench calibration-configs [CASES]    draw the records' calibration settings again
-pdebench leak-audit CASES.jsonl         per family: records whose data give the answer
-                                        away, and what solvers that solve nothing pass
-pdebench variants --seed S [CASES]      live variants: each record's sibling drawn afresh
-                                        from its design, written as one JSONL file
-pdebench prompt CASE_ID [--library L]   print the prompt a model gets for a case
-pdebench prompt-cost [--library L]      prompt tokens of every item and the cost of a
-                                        run per registry model
+``pdebench --help`` lists every subcommand (the list is made from the parser itself);
+``pdebench COMMAND --help`` gives one's options. An input that is missing or cannot be
+read ends the command with one line naming it and what to pass instead (exit code 2).
 """
 
 from __future__ import annotations
@@ -27,7 +10,10 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
+import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -42,7 +28,7 @@ from .authoring.suite import suite_records
 from .authoring.upstream import import_to
 from .authoring.variants import write_variants
 from .calibration import materialize_case_files
-from .cases import agent_view, load_cases, rewrite_case_file
+from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file
 from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
 from .leaks import leak_audit
 from .llm.tokens import run_cost
@@ -54,6 +40,31 @@ from .shards import ShardError, merge_reports
 
 say = functools.partial(print, flush=True)  # progress of long commands, seen as it happens in a log
 
+# what an input argument should name, said when it does not
+CASES_OPTION = "a case file (JSONL) or a folder of them with --cases"
+CASES_ARGUMENT = "the path of a case file (JSONL) or of a folder of them"
+JSON_REPORT = "the JSON report of a benchmark run (pytest --json-report --json-report-file=FILE writes it)"
+ORACLE = "the oracle's solver folder with --oracle"
+GUIDES = "the folder of library guides with --guides (guides/ in a checkout)"
+
+
+class InputError(Exception):
+    """An input the command cannot use; the message names it and says what to pass."""
+
+
+def _check_input(path: Path, what: str) -> None:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder; pass {what}")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: not readable (permissions); pass {what}")
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Every input the subcommand declared (``inputs``: argument -> what it names) exists
+    and can be read, before the command starts any work."""
+    for dest, what in args.inputs.items():
+        _check_input(Path(getattr(args, dest)), what)
+
 
 def _schema(args) -> int:
     path = Path(args.path)
@@ -63,6 +74,7 @@ def _schema(args) -> int:
             return 1
         print(f"{path} matches the models")
         return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(schema_text())
     print(f"wrote {path}")
     return 0
@@ -70,7 +82,8 @@ def _schema(args) -> int:
 
 def _build_starter(args) -> int:
     path = Path(args.output)
-    records = attach(starter_records(), read_distribution(Path(args.upstream)))
+    pools = read_distribution(Path(args.upstream))  # before the build (half a minute): a missing file stops here
+    records = attach(starter_records(), pools)
     rewrite_case_file(path, records)
     print(f"wrote {len(records)} cases to {path}")
     return 0
@@ -135,21 +148,56 @@ def _merge(args) -> int:
 
 
 def _table(args) -> int:
-    verdicts = json_report_verdicts(json.loads(Path(args.report).read_text()))
+    path = Path(args.report)
+    verdicts = json_report_verdicts(_json_report(path))
     if not verdicts:
-        print("no PDEAgent-Bench verdicts in that report (was it written with --json-report?)", file=sys.stderr)
-        return 1
+        raise InputError(f"{path}: no PDEAgent-Bench verdicts in it; pass {JSON_REPORT}")
+    libraries: dict[str, list[dict]] = {}
+    for verdict in verdicts:
+        libraries.setdefault(verdict["library"], []).append(verdict)
+    if args.json:  # for scripts: the gates' pass rates per library, and nothing else on stdout
+        print(json.dumps({library: stage_rates(part) for library, part in sorted(libraries.items())}, indent=1))
+        return 0
     for library, table in tables_by_library(verdicts, args.format):
-        print(f"{library}:\n{table}\n")
-    print(json.dumps(stage_rates(verdicts), indent=1))
+        print(f"{library}:\n{table}\n\n{_gates_line(libraries[library])}\n")
     return 0
+
+
+def _json_report(path: Path) -> dict:
+    """The pytest JSON report at ``path``; InputError when it is not one."""
+    try:
+        document = json.loads(path.read_text())
+    except OSError as exc:  # a folder, a file gone since
+        raise InputError(f"{path}: cannot read it ({exc.strerror}); pass {JSON_REPORT}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not text; pass {JSON_REPORT}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno}); pass {JSON_REPORT}") from None
+    if not isinstance(document, dict) or "tests" not in document:
+        raise InputError(f"{path}: JSON, but not a pytest JSON report (no 'tests'); pass {JSON_REPORT}")
+    return document
+
+
+def _gates_line(verdicts: list[dict]) -> str:
+    """How many items passed each gate, of those that reached it (the table's counts, staged)."""
+    counts = Counter(v["outcome"] for v in verdicts)
+    executed = len(verdicts) - counts["F-Exec"]
+    accurate = executed - counts["F-Acc"]
+    steps = (
+        ("executed", executed, len(verdicts), "items"),
+        ("accurate", accurate, executed, "executed"),
+        ("fast", counts["PASS"], accurate, "accurate"),
+    )
+    return "gates passed: " + "; ".join(
+        f"{gate} {part} of {whole} {of}" + (f" ({100 * part / whole:.1f}%)" if whole else "")
+        for gate, part, whole, of in steps
+    )
 
 
 def _import_upstream(args) -> int:
     source = Path(args.source)
     if not source.is_file():
-        print(f"no upstream file at {source}: pass its path (benchmark_v2.jsonl of PDEAgent-Bench)", file=sys.stderr)
-        return 2
+        raise InputError(f"{source}: no such file; pass the upstream case file (benchmark_v2.jsonl of PDEAgent-Bench)")
 
     def progress(line, case_id):
         if line % 25 == 0:
@@ -275,23 +323,75 @@ def _containers(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="pdebench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def _command(commands, name: str, what: str, func, **inputs: str) -> argparse.ArgumentParser:
+    """A subcommand: ``what`` is its line in ``pdebench --help`` and the head of its own
+    help; ``inputs`` maps its arguments that name files or folders to read (by dest) to
+    what they should name, checked before ``func`` runs."""
+    command = commands.add_parser(name, description=what)
+    command.set_defaults(func=func, inputs=inputs)
+    return command
 
-    schema = commands.add_parser("schema", help="write or check cases/schema.json")
+
+def _usage_word(action: argparse.Action) -> str:
+    """How an argument is written in the synopsis (its metavar, choices or name)."""
+    if action.metavar:
+        word = str(action.metavar)
+    elif action.choices:
+        word = "{" + ",".join(map(str, action.choices)) + "}"
+    else:
+        word = action.dest.upper()
+    if action.option_strings:
+        return f"{action.option_strings[0]} {word}"
+    forms = {"?": f"[{word}]", "*": f"[{word} ...]", "+": f"{word} [{word} ...]"}
+    return forms.get(str(action.nargs), word)
+
+
+def _synopsis(commands, column: int = 40, width: int = 100) -> str:
+    """One entry per subcommand of the parser: its positional and required arguments, and
+    what it does."""
+    lines = []
+    for name, command in commands.choices.items():
+        needed = [a for a in command._actions if a.required or not a.option_strings]
+        left = " ".join(["pdebench", name, *map(_usage_word, needed)])
+        what = textwrap.wrap(command.description or "", width - column, break_on_hyphens=False) or [""]
+        if len(left) < column - 1:
+            lines.append(left.ljust(column) + what[0])
+        else:
+            lines += [left, " " * column + what[0]]
+        lines += [" " * column + line for line in what[1:]]
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pdebench", formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="one of those above; pdebench COMMAND --help for its options",
+    )
+
+    schema = _command(commands, "schema", "write (or check) cases/schema.json", _schema)
     schema.add_argument("--path", default="cases/schema.json")
     schema.add_argument("--check", action="store_true")
-    schema.set_defaults(func=_schema)
 
-    starter = commands.add_parser("build-starter", help="derive the starter cases with sympy")
+    starter = _command(
+        commands,
+        "build-starter",
+        "derive the starter cases (tests/cases/starter.jsonl, the smoke suite) with sympy",
+        _build_starter,
+    )
     starter.add_argument("--output", default="tests/cases/starter.jsonl")
     starter.add_argument("--upstream", default=str(UPSTREAM_FILE))
-    starter.set_defaults(func=_build_starter)
 
-    calibrate = commands.add_parser("calibrate", help="measure e_base and t_base with the oracle on this machine")
+    calibrate = _command(
+        commands,
+        "calibrate",
+        "measure e_base and t_base with the oracle on this machine (calibrations/)",
+        _calibrate,
+        cases=CASES_OPTION,
+        oracle=ORACLE,
+    )
     calibrate.add_argument("--library", default="dolfinx")
     calibrate.add_argument("--cases", default="cases")
     calibrate.add_argument("--oracle", default="submissions/oracle")
@@ -305,27 +405,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     calibrate.add_argument("--update-cases", action="store_true", help="also materialize thresholds in the records")
     calibrate.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    calibrate.set_defaults(func=_calibrate)
 
-    materialize = commands.add_parser(
-        "materialize", help="write this machine's calibration into the records (after calibrating in parts)"
+    materialize = _command(
+        commands,
+        "materialize",
+        "write this machine's calibration into the records (after calibrating in parts)",
+        _materialize,
+        cases=CASES_OPTION,
     )
     materialize.add_argument("--library", default="dolfinx")
     materialize.add_argument("--cases", default="cases")
     materialize.add_argument("--calibrations", default="calibrations")
-    materialize.set_defaults(func=_materialize)
 
-    table = commands.add_parser("table", help="outcome table from a pytest JSON report")
-    table.add_argument("report")
+    table = _command(
+        commands, "table", "outcome table of a pytest JSON report, per library", _table, report=JSON_REPORT
+    )
+    table.add_argument("report", metavar="REPORT.json")
     table.add_argument("--format", default="github", help="tabulate format (github, latex, simple, ...)")
-    table.set_defaults(func=_table)
+    table.add_argument(
+        "--json",
+        action="store_true",
+        help="instead of the tables, print the gates' pass rates per library as JSON (for scripts)",
+    )
 
-    merge = commands.add_parser("merge", help="join the JSON reports of the N shards of a run (--pde-shard) into one")
+    merge = _command(commands, "merge", "join the JSON reports of the N shards of a run (--pde-shard) into one", _merge)
     merge.add_argument("shards", nargs="+", metavar="SHARD_REPORT", help="the N shards' --json-report files")
     merge.add_argument("--out", required=True, help="the merged report (then `pdebench report` reads it as one run)")
-    merge.set_defaults(func=_merge)
 
-    report = commands.add_parser("report", help="the paper's tables and figures from stored runs (never re-runs)")
+    report = _command(commands, "report", "the paper's tables and figures from stored runs (never re-runs)", _report)
     report.add_argument(
         "runs",
         nargs="+",
@@ -334,18 +441,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.add_argument("--out", default="reports/report", help="the report folder (default reports/report)")
     report.add_argument("--no-figures", action="store_true", help="tables only (no matplotlib)")
-    report.set_defaults(func=_report)
 
-    upstream = commands.add_parser("import-upstream", help="convert the public PDEAgent-Bench case file")
+    upstream = _command(
+        commands,
+        "import-upstream",
+        "convert the public PDEAgent-Bench case file (benchmark_v2.jsonl, read at run time, never committed)",
+        _import_upstream,
+    )
     upstream.add_argument("source", nargs="?", default=str(UPSTREAM_FILE))
     upstream.add_argument(
         "--output",
         default="reports/upstream/cases.jsonl",
         help="where to write (keep it out of git: derived from CC BY data)",
     )
-    upstream.set_defaults(func=_import_upstream)
 
-    suite = commands.add_parser("build-suite", help="the full suite from build/design_matrix.toml")
+    suite = _command(commands, "build-suite", "the full suite from build/design_matrix.toml", _build_suite)
     suite.add_argument(
         "--output", default="cases/suite.jsonl", help="where to write (built fields of existing records are kept)"
     )
@@ -354,11 +464,13 @@ def main(argv: list[str] | None = None) -> int:
         default=str(UPSTREAM_FILE),
         help="the upstream records the calibration settings are drawn from (read, never committed)",
     )
-    suite.set_defaults(func=_build_suite)
 
-    configs = commands.add_parser(
+    configs = _command(
+        commands,
         "calibration-configs",
-        help="draw the records' calibration settings again (in place; after a change of RESOLUTION_SCALE)",
+        "draw the records' calibration settings again (in place; after a change of RESOLUTION_SCALE)",
+        _calibration_configs,
+        cases=CASES_ARGUMENT,
     )
     configs.add_argument("cases", nargs="?", default="cases")
     configs.add_argument("--upstream", default=str(UPSTREAM_FILE))
@@ -382,18 +494,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     configs.add_argument("--calibrations", default="calibrations")
     configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
-    configs.set_defaults(func=_calibration_configs)
 
-    summary = commands.add_parser("calibration-summary", help="e_base / tau_acc / t_base tables (paper's 6 and 7)")
+    summary = _command(
+        commands,
+        "calibration-summary",
+        "e_base, tau_acc and t_base distributions (the paper's tables 6 and 7)",
+        _calibration_summary,
+        cases=CASES_OPTION,
+    )
     summary.add_argument("--library", default="dolfinx")
     summary.add_argument("--cases", default="cases")
     summary.add_argument("--calibrations", default="calibrations")
     summary.add_argument("--format", default="simple")
-    summary.set_defaults(func=_calibration_summary)
 
-    agreement = commands.add_parser(
+    agreement = _command(
+        commands,
         "reference-agreement",
-        help="the strong oracle against the references of the reference-based records (checked by calibration-summary)",
+        "the strong oracle against the references of the reference-based records (checked by calibration-summary)",
+        _reference_agreement,
+        cases=CASES_OPTION,
     )
     agreement.add_argument("--library", default="dolfinx")
     agreement.add_argument("--cases", default="cases")
@@ -414,43 +533,70 @@ def main(argv: list[str] | None = None) -> int:
         "(a run of the oracle with the same cases, e.g. benchmarks/validity.py's)",
     )
     agreement.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    agreement.set_defaults(func=_reference_agreement)
 
-    varied = commands.add_parser("variants", help="live variants of the records, drawn afresh for a seed")
+    varied = _command(
+        commands,
+        "variants",
+        "live variants: each record's sibling drawn afresh from its design, as one JSONL file",
+        _variants,
+        cases=CASES_ARGUMENT,
+    )
     varied.add_argument("cases", nargs="?", default="cases", help="a case file or folder (default: cases/)")
     varied.add_argument("--seed", type=int, required=True)
     varied.add_argument("--family", action="append", help="only these families (repeatable)")
     varied.add_argument("--output", help="the JSONL file to write (default: reports/variants/seed-S.jsonl)")
-    varied.set_defaults(func=_variants)
 
-    audit = commands.add_parser("leak-audit", help="records whose agent-visible data give the answer away")
+    audit = _command(
+        commands,
+        "leak-audit",
+        "per family: records whose agent-visible data give the answer away, and what solvers that solve nothing pass",
+        _leak_audit,
+        cases=CASES_ARGUMENT,
+    )
     audit.add_argument("cases")
     audit.add_argument("--library", default="dolfinx", help="whose tau_acc decides a pass")
     audit.add_argument("--format", default="simple")
-    audit.set_defaults(func=_leak_audit)
 
-    references = commands.add_parser("build-references", help="numerical references (needs DOLFINx)")
+    references = _command(
+        commands,
+        "build-references",
+        "numerical references for records without an exact solution (needs DOLFINx)",
+        _build_references,
+        cases=CASES_ARGUMENT,
+        oracle=ORACLE,
+    )
     references.add_argument("cases")
     references.add_argument("--oracle", default="submissions/oracle/dolfinx")
     references.add_argument("--family", action="append", help="only these families (repeatable)")
     references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
-    references.set_defaults(func=_build_references)
 
-    prompt = commands.add_parser("prompt", help="print the prompt of a case")
+    prompt = _command(
+        commands, "prompt", "print the prompt a model gets for a case", _prompt, cases=CASES_OPTION, guides=GUIDES
+    )
     prompt.add_argument("case_id")
     prompt.add_argument("--library", default="dolfinx")
     prompt.add_argument("--cases", default="cases")
     prompt.add_argument("--guides", default="guides")
     prompt.add_argument("--template", action="store_true", help="the template-guided prompt (with a scaffold)")
-    prompt.set_defaults(func=_prompt)
 
-    cost = commands.add_parser("prompt-cost", help="prompt tokens per item and a run's cost per model")
+    cost = _command(
+        commands,
+        "prompt-cost",
+        "prompt tokens of every item and the cost of a run per registry model",
+        _prompt_cost,
+        cases=CASES_OPTION,
+        guides=GUIDES,
+    )
     cost.add_argument("--library", action="append", help="only these tracks (repeatable)")
     cost.add_argument("--cases", default="cases")
     cost.add_argument("--guides", default="guides")
-    cost.set_defaults(func=_prompt_cost)
 
-    containers = commands.add_parser("containers", help="the tracks' container images (--pde-sandbox=docker)")
+    containers = _command(
+        commands,
+        "containers",
+        "the tracks' container images (--pde-sandbox=docker): build, list, prune, or serve an engine",
+        _containers,
+    )
     containers.add_argument(
         "action",
         choices=("build", "list", "prune", "engine"),
@@ -467,13 +613,27 @@ def main(argv: list[str] | None = None) -> int:
         help="build FROM debian:<release> instead of a local debootstrap base",
     )
     containers.add_argument("--folder", default="/run/pdebench-podman", help="engine: where the socket goes")
-    containers.set_defaults(func=_containers)
 
-    args = parser.parse_args(argv)
+    parser.description = (
+        f"PDEAgent-Bench: build and calibrate cases, show tables of stored runs.\n\n{_synopsis(commands)}"
+    )
+    return parser
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"pdebench {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
+        _check_inputs(args)
         return args.func(args)
+    except (InputError, CaseFileError) as exc:
+        return _fail(args.command, str(exc))
     except MissingUpstream as exc:  # build-starter, build-suite, calibration-configs draw settings from it
-        raise SystemExit(f"pdebench: {exc}; pass --upstream FILE") from None
+        return _fail(args.command, f"{exc}; pass --upstream FILE")
 
 
 if __name__ == "__main__":

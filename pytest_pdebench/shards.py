@@ -84,8 +84,10 @@ def merge_reports(paths: list[Path]) -> dict:
     for path in paths:
         try:
             report = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise ShardError(f"{path}: not a readable JSON report ({exc})") from None
+        except OSError as exc:
+            raise ShardError(f"{path}: cannot read it ({exc.strerror}); pass each shard's --json-report file") from None
+        except ValueError as exc:
+            raise ShardError(f"{path}: not a JSON report ({exc}); pass each shard's --json-report file") from None
         shard = (report.get("pde") or {}).get("shard")
         if not shard:
             raise ShardError(f"{path}: not the report of a --pde-shard run (no pde.shard in it)")

@@ -206,7 +206,10 @@ def load_run(path: Path, name: str | None = None) -> Run:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise ReportError(f"{path}: cannot read it ({exc.strerror})") from None
+        raise ReportError(
+            f"{path}: cannot read it ({exc.strerror}); pass a run's pytest JSON report (--json-report) or its "
+            "verdict file (JSON lines, e.g. the run.json of --pde-report)"
+        ) from None
     try:
         document = json.loads(text)
     except json.JSONDecodeError:

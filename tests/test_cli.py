@@ -1,0 +1,143 @@
+"""The `pdebench` command's messages (issue 40): its help lists every subcommand, and an
+input that is missing or cannot be read ends a subcommand with one line naming it and what
+to pass (exit code 2), never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from pytest_pdebench import cli
+from pytest_pdebench.testing import REPO, json_report, verdict
+
+CASES = str(REPO / "cases")
+READS_NO_FILE = {"schema", "containers"}  # write, or talk to an engine: no input file to miss
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_the_help_lists_every_subcommand_with_what_it_does(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for name, command in subcommands().items():
+        entry = next((i for i, line in enumerate(lines) if line.split()[:2] == ["pdebench", name]), None)
+        assert entry is not None, f"`pdebench {name}` is not in the help's synopsis"
+        text = " ".join(line.strip() for line in lines[entry : entry + 4])
+        assert command.description and command.description.split()[0] in text
+
+
+def test_the_synopsis_shows_positional_and_required_arguments(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "pdebench table REPORT.json " in out
+    assert "pdebench variants [CASES] --seed SEED " in out
+    assert "pdebench merge SHARD_REPORT [SHARD_REPORT ...] --out OUT\n" in out
+
+
+# one or more per subcommand that reads a file or folder; ABSENT is a path that does not
+# exist (the message must name it), TMP a folder to write in
+MISSING_INPUT = [
+    ["table", "ABSENT"],
+    ["merge", "ABSENT", "ABSENT", "--out", "TMP/merged.json"],
+    ["report", "ABSENT", "--out", "TMP/report"],
+    ["import-upstream", "ABSENT"],
+    ["build-starter", "--upstream", "ABSENT", "--output", "TMP/starter.jsonl"],
+    ["build-suite", "--upstream", "ABSENT", "--output", "TMP/suite.jsonl"],
+    ["calibrate", "--cases", "ABSENT"],
+    ["calibrate", "--cases", CASES, "--oracle", "ABSENT"],
+    ["materialize", "--cases", "ABSENT"],
+    ["calibration-configs", "ABSENT"],
+    ["calibration-configs", CASES, "--upstream", "ABSENT", "--calibrations", "TMP"],
+    ["calibration-summary", "--cases", "ABSENT"],
+    ["reference-agreement", "--no-run", "--cases", "ABSENT"],
+    ["variants", "ABSENT", "--seed", "1"],
+    ["leak-audit", "ABSENT"],
+    ["build-references", "ABSENT"],
+    ["build-references", CASES, "--oracle", "ABSENT"],
+    ["prompt", "x", "--cases", "ABSENT"],
+    ["prompt", "x", "--cases", CASES, "--guides", "ABSENT"],
+    ["prompt-cost", "--cases", "ABSENT"],
+    ["prompt-cost", "--cases", CASES, "--guides", "ABSENT"],
+]
+
+
+def test_every_subcommand_that_reads_a_file_is_checked_here():
+    assert {argv[0] for argv in MISSING_INPUT} | READS_NO_FILE == set(subcommands())
+
+
+@pytest.mark.parametrize("argv", MISSING_INPUT, ids=" ".join)
+def test_a_missing_input_is_one_line_naming_it(tmp_path, capsys, argv):
+    absent = str(tmp_path / "absent")
+    code = cli.main([absent if word == "ABSENT" else word.replace("TMP", str(tmp_path)) for word in argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith(f"pdebench {argv[0]}: ") and absent in err, err
+    assert "pass" in err  # and what to pass instead
+
+
+@pytest.fixture
+def report(tmp_path):
+    return json_report(tmp_path / "run.json", [verdict("p1", "PASS"), verdict("p2", "F-Acc", error=5e-3),
+                                               verdict("p3", "F-Exec", error=None, t_agent=None),
+                                               verdict("h1", "PASS", library="dealii", family="heat")])
+
+
+def table(argv, capsys):
+    code = cli.main(["table", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (None, "cannot read it (Is a directory)"),
+    ("not json at all", "not JSON (Expecting value, line 1)"),
+    ('{"summary": {}}', "JSON, but not a pytest JSON report (no 'tests')"),
+    ('{"tests": []}', "no PDEAgent-Bench verdicts in it"),
+    (b"\xff\xfe\x00", "not text"),
+])
+def test_table_says_why_it_cannot_use_a_file(tmp_path, capsys, content, says):
+    path = tmp_path / "input"
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    code, out, err = table([str(path)], capsys)
+    assert code == 2 and out == ""
+    assert err == f"pdebench table: {path}: {says}; pass {cli.JSON_REPORT}\n"
+
+
+def test_table_labels_what_it_prints_after_each_table(report, capsys):
+    code, out, err = table([str(report), "--format", "simple"], capsys)
+    assert code == 0, err
+    assert "{" not in out  # no unlabelled JSON after the tables
+    blocks = out.strip().split("\n\n")
+    assert blocks[0].startswith("dealii:\n") and blocks[2].startswith("dolfinx:\n")
+    assert blocks[1] == "gates passed: executed 1 of 1 items (100.0%); accurate 1 of 1 executed (100.0%); " \
+                        "fast 1 of 1 accurate (100.0%)"
+    assert blocks[3] == "gates passed: executed 2 of 3 items (66.7%); accurate 1 of 2 executed (50.0%); " \
+                        "fast 1 of 1 accurate (100.0%)"
+
+
+def test_table_json_is_the_gates_rates_per_library_alone(report, capsys):
+    code, out, err = table([str(report), "--json"], capsys)
+    assert code == 0, err
+    rates = json.loads(out)
+    assert set(rates) == {"dealii", "dolfinx"}
+    assert rates["dolfinx"] == {"items": 3, "exec_rate": 2 / 3, "acc_rate": 0.5, "time_rate": 1.0, "pass_rate": 1 / 3}
+
+
+def test_a_malformed_case_file_is_one_line_naming_file_and_line(tmp_path, capsys):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "x"\n')
+    assert cli.main(["leak-audit", str(cases)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pdebench leak-audit: {cases}:1: malformed JSON") and err.count("\n") == 1
