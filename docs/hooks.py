@@ -26,7 +26,6 @@ DOCS = "docs/"
 # a suffix shown as code (its highlighting language); other files outside docs/ are copied
 CODE = {".py": "python", ".cpp": "cpp", ".h": "cpp", ".toml": "toml", ".sh": "bash", ".txt": "text"}
 LINK = re.compile(r"\]\(([^)\s#]+)(#[^)\s]*)?\)")  # [text](target#anchor), ![image](target)
-GENERATED = {"reference/options.md": "options_page", "reference/cli.md": "cli_page"}
 
 _repo_path_of: dict[str, str] = {}  # site path of a page taken from outside docs/ -> its path in the repository
 
@@ -52,8 +51,8 @@ def on_files(files: Files, config) -> Files:
             files.append(File.generated(config, site, content=_code_page(path)))
         else:
             files.append(File.generated(config, site, abs_src_path=str(REPO / path)))
-    for site, writer in GENERATED.items():
-        files.append(File.generated(config, site, content=globals()[writer]()))
+    files.append(File.generated(config, "reference/options.md", content=options_page()))
+    files.append(File.generated(config, "reference/cli.md", content=cli_page()))
     return files
 
 
