@@ -43,6 +43,7 @@ BACKSTOP_MARGIN_SEC = 120
 # a case item's name: case[library], or case[library@machine class] on a cluster of several
 CASE_ITEM_NAME = re.compile(r"(?P<case_id>[a-z0-9][a-z0-9_]*) ?\[(?P<library>[a-z]+)(?:@(?P<machine>[^\[\]]+))?\]")
 NO_VERDICT = "no verdict"
+ITEM_KEY = "pde_item"  # a case item's user property: what it is, on every report
 
 
 class CalibrationRejected(Exception):
@@ -154,6 +155,8 @@ class CaseItem(pytest.Item):
         ):
             self.add_marker(marker)
         self.extra_keyword_matches.update({record.id, record.family, library, record.domain_type})
+        # on every report of the item, skipped ones too: the controller's "not run" rows need the family
+        self.user_properties.append((ITEM_KEY, {"case_id": record.id, "library": library, "family": record.family}))
         if self.config.pluginmanager.hasplugin("timeout"):
             run = self.config.stash[PDE_RUN]
             per_run = run.settings.timeout_sec or record.evaluation_config.timeout_sec
@@ -179,7 +182,7 @@ class CaseItem(pytest.Item):
         except NotRun as exc:  # budget spent or not in the replay cache: not a failure
             pytest.skip(f"not run: {exc}")
         except NotVaried as exc:  # --pde-variants: the record has none (said, and counted, in the report)
-            pytest.skip(f"no variant: {exc}")
+            pytest.skip(f"no variant ({exc})")
         except (NoCalibration, BaselineFailure) as exc:
             pytest.fail(str(exc), pytrace=False)
         self.user_properties.append(("pde", verdict.to_dict()))
@@ -228,6 +231,17 @@ def no_verdict(nodeid: str, source: str | None, crash: str | None = None) -> dic
         "reason": f"{NO_VERDICT} ({crash})" if crash else NO_VERDICT,
         "no_verdict": True,
     }
+
+
+def not_run(report) -> dict | None:
+    """What a skipped case item's report says: its case, library and family, and the reason
+    it was not run (no runtime here, no variant, no money left); None for any other report."""
+    item = dict(getattr(report, "user_properties", ())).get(ITEM_KEY)
+    if item is None or not report.skipped:
+        return None
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return {**item, "reason": reason.removeprefix("Skipped: ")}
 
 
 def verdict_of(report) -> dict | None:

@@ -272,8 +272,11 @@ def pytest_report_header(config: pytest.Config):
     run = cast("PdeRun | None", config.stash.get(items.PDE_RUN, None))  # what pytest_configure put there
     if run:
         meta = run.session_metadata()
+        tracks = ", ".join(meta["libraries"])
+        if not run.libraries_chosen:
+            tracks += f" (the tracks {meta['source']} has solvers for; --pde-library chooses)"
         return [
-            f"pdebench: {meta['mode']} of {meta['source']} on {', '.join(meta['libraries'])}; "
+            f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
             f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
             *(f"pdebench WARNING: {line}" for line in run.condition_mismatches()),
         ]
@@ -313,6 +316,9 @@ class _Recorder:
         if verdict and report.when == "call":
             self.run.verdicts.append(verdict)
             self.counted.add(report.nodeid)
+        elif getattr(report, "skipped", False) and report.nodeid not in self.counted and items.not_run(report):
+            self.run.not_run.append(items.not_run(report))
+            self.counted.add(report.nodeid)
         elif report.failed and report.nodeid not in self.counted:
             stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report))  # case items only
             if stand_in:
@@ -321,7 +327,7 @@ class _Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):
-        json_report["pde"] = self.run.session_metadata()
+        json_report["pde"] = {**self.run.session_metadata(), "not_run": self.run.not_run}
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
@@ -332,14 +338,16 @@ class _Recorder:
             _sweep(get_backend("docker"))  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
-        from .report import llm_usage, tables_by_library
+        from .report import llm_usage, not_run_summary, tables_by_library
 
-        if not self.run.verdicts:
+        if not self.run.verdicts and not self.run.not_run:
             return
         terminalreporter.section("PDEAgent-Bench outcomes")
-        for library, table in tables_by_library(self.run.verdicts):
+        for library, table in tables_by_library(self.run.verdicts, not_run=self.run.not_run):
             terminalreporter.write_line(f"{library}:")
             terminalreporter.write_line(table)
+        for line in not_run_summary(self.run.not_run):
+            terminalreporter.write_line(line)
         usage = llm_usage(self.run.verdicts)
         if usage:
             terminalreporter.write_line(usage)

@@ -11,32 +11,61 @@ from tabulate import tabulate
 from .calibration import ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT
 from .cases import OUTCOMES
 
+NOT_RUN = "not run"  # an item skipped for a reason outside the solver: a column, never in the pass rate
 
-def outcome_table(verdicts: Iterable[dict], fmt: str = "simple") -> str:
-    """Rows = PDE family, columns = outcome counts and pass rate, plus an overall row."""
+
+def outcome_table(verdicts: Iterable[dict], fmt: str = "simple", not_run: Iterable[dict] = ()) -> str:
+    """Rows = PDE family, columns = outcome counts and pass rate, plus an overall row; a
+    "not run" column when some items were not run (``not_run``: their family each)."""
 
     by_family: dict[str, Counter] = defaultdict(Counter)
     for verdict in verdicts:
         by_family[verdict["family"]][verdict["outcome"]] += 1
+    for item in not_run:
+        by_family[item["family"]][NOT_RUN] += 1
+    columns = [*OUTCOMES, NOT_RUN] if any(c[NOT_RUN] for c in by_family.values()) else list(OUTCOMES)
     rows: list[list] = []
     total: Counter[str] = Counter()
     for family in sorted(by_family):
         counts = by_family[family]
         total.update(counts)
-        rows.append(_row(family, counts))
-    rows.append(_row("overall", total))
-    return tabulate(rows, headers=["family", *OUTCOMES, "pass rate"], tablefmt=fmt, disable_numparse=True)
+        rows.append(_row(family, counts, columns))
+    rows.append(_row("overall", total, columns))
+    return tabulate(rows, headers=["family", *columns, "pass rate"], tablefmt=fmt, disable_numparse=True)
 
 
-def _row(label: str, counts: Counter) -> list:
+def _row(label: str, counts: Counter, columns: list[str]) -> list:
     n = sum(counts[o] for o in OUTCOMES)
     rate = f"{100.0 * counts['PASS'] / n:.1f}%" if n else "-"
-    return [label, *(counts[o] for o in OUTCOMES), rate]
+    return [label, *(counts[o] for o in columns), rate]
 
 
-def tables_by_library(verdicts: list[dict], fmt: str = "simple") -> list[tuple[str, str]]:
-    libraries = sorted({v["library"] for v in verdicts})
-    return [(library, outcome_table([v for v in verdicts if v["library"] == library], fmt)) for library in libraries]
+def tables_by_library(verdicts: list[dict], fmt: str = "simple", not_run: Iterable[dict] = ()) -> list[tuple[str, str]]:
+    not_run = list(not_run)
+    libraries = sorted({v["library"] for v in [*verdicts, *not_run]})
+    return [
+        (
+            library,
+            outcome_table(
+                [v for v in verdicts if v["library"] == library], fmt, [i for i in not_run if i["library"] == library]
+            ),
+        )
+        for library in libraries
+    ]
+
+
+def not_run_summary(not_run: list[dict], shown: int = 8) -> list[str]:
+    """The terminal's lines on items not run: each distinct reason once per library, with
+    how many items it kept from running (the reason says what fixes it)."""
+    if not not_run:
+        return []
+    groups = Counter((item["library"], item["reason"]) for item in not_run)
+    items = f"{len(not_run)} item" + ("s" if len(not_run) > 1 else "")
+    lines = [f"{NOT_RUN}: {items}, left out of the pass rates:"]
+    lines += [f"  {count} on {library}: {reason}" for (library, reason), count in groups.most_common(shown)]
+    if len(groups) > shown:
+        lines.append(f"  ... and {len(groups) - shown} other reasons (the JSON report's pde.not_run lists each item)")
+    return lines
 
 
 def llm_usage(verdicts: list[dict]) -> str | None:

@@ -164,6 +164,8 @@ class PdeRun:
     validate: bool = False
     static_only: bool = False
     verdicts: list[dict] = field(default_factory=list)
+    not_run: list[dict] = field(default_factory=list)  # items skipped (no runtime, no variant): case, reason
+    libraries_chosen: bool = True  # False: the tracks a folder has solvers for (the header says so)
     cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
     shard: Shard | None = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
@@ -236,6 +238,13 @@ class PdeRun:
         settings = dataclasses.replace(settings, output_dir=output.resolve())
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else bundled("calibrations", rootdir)
         libraries = _libraries(opt.pde_library)
+        if not opt.pde_library and isinstance(source, DirectorySource):  # what the folder has solvers for
+            libraries = source.tracks(libraries)
+            if not libraries:
+                raise pytest.UsageError(
+                    f"--pde-submissions: no solver files in {submissions} (expected <library>/<case_id>.py, "
+                    "<library>/<family>.py or <library>/solver.py; .cpp for dealii: see the solver contract)"
+                )
         cluster = _cluster(config, libraries, settings) if opt.pde_cluster and not validate else None
         if cluster is not None:
             settings = dataclasses.replace(settings, remote_runtimes=cluster.runtimes(libraries))
@@ -250,6 +259,7 @@ class PdeRun:
             static_only=opt.pde_validate_static,
             cluster=cluster,
             shard=_shard(opt.pde_shard),
+            libraries_chosen=bool(opt.pde_library) or not isinstance(source, DirectorySource),
         )
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
@@ -378,7 +388,7 @@ class PdeRun:
         if self.settings.calibrate or self.settings.baseline == "paired":
             return []  # paired: the baselines are measured beside the submission, here and now
         lines = []
-        for library in self.libraries:
+        for library in self.present_libraries():
             measured = self.store.conditions(library)
             if measured:  # baselines from before the warm runner were measured cold
                 measured = {"runner": "cold", **measured}
@@ -393,6 +403,17 @@ class PdeRun:
                 )
             lines += filter(None, [drift_problem(library, self.speed_drift(library))])
         return lines
+
+    def present_libraries(self) -> list[str]:
+        """The run's libraries whose runtime is here (the others' items are not run)."""
+        present = []
+        for library in self.libraries:
+            try:
+                self.settings.runtime(library)
+            except RuntimeMissing:
+                continue
+            present.append(library)
+        return present
 
     def session_metadata(self) -> dict:
         return {

@@ -272,14 +272,16 @@ class LiveVariants:
         if self._designs is None:
             self._designs = {design.id: design for design in suite_designs()}
         design = self._designs.get(record.id)
-        if design is None:
-            return f"{record.id} is not one of the suite's designs"
+        if design is None:  # the reasons name no case: the run's summary says each once
+            return "not one of the suite's designs"
         try:
             varied = variant(record, design, seed, case_dir)
         except VariantError as exc:
             raise NoCalibration(f"no variant to judge: {exc}") from None
         if varied is None:
-            return f"{record.id} is {'a smoke case' if design.smoke else 'judged against a numerical reference'}"
+            if design.smoke:
+                return "a smoke case"
+            return "judged on a numerical reference: variants need an exact solution"
         return varied
 
 

@@ -45,6 +45,23 @@ class DirectorySource:
     def label(self) -> str:
         return str(self.directory)
 
+    def tracks(self, libraries: tuple[str, ...]) -> tuple[str, ...]:
+        """The libraries this folder has solvers for: a ``<library>/`` folder with a solver
+        file of the track's kind, or such files at the top (a ``.py`` serves both Python
+        tracks). Helpers (``_*``) are not solvers."""
+
+        def solvers(folder: Path, suffixes: tuple[str, ...]) -> bool:
+            return folder.is_dir() and any(
+                p.is_file() and not p.name.startswith("_") for s in suffixes for p in folder.glob(f"*{s}")
+            )
+
+        return tuple(
+            library
+            for library in libraries
+            if solvers(self.directory / library, get_track(library).suffixes)
+            or solvers(self.directory, get_track(library).suffixes)
+        )
+
     def candidates(self, record: CaseRecord, library: str, suffixes: tuple[str, ...]) -> list[Path]:
         folders = [self.directory / library, self.directory]
         stems = [record.id, record.family, "solver"]

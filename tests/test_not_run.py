@@ -1,0 +1,75 @@
+"""Nothing silent (issue 40): items that cannot run are rows of the outcome table with
+their reason, said once in the terminal summary without -rs; without --pde-library a
+folder runs on the tracks it has solvers for; no speed warning for a track not here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pytest_pdebench.testing import REPO
+
+CASE = "poisson_smooth_kappa_annulus_000"
+TEXTBOOK = REPO / "submissions" / "textbook" / "dolfinx"
+
+
+def pytest_in(folder, *options, env=None, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *options],
+        cwd=folder, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def solver_folder(tmp_path, *tracks):
+    for track in tracks:
+        (tmp_path / "solvers" / track).mkdir(parents=True)
+    for name in ("_textbook.py", "poisson.py"):
+        if "dolfinx" in tracks:
+            (tmp_path / "solvers" / "dolfinx" / name).write_text((TEXTBOOK / name).read_text())
+    if "firedrake" in tracks:
+        (tmp_path / "solvers" / "firedrake" / "solver.py").write_text("def solve(case_spec):\n    pass\n")
+    if "dealii" in tracks:
+        (tmp_path / "solvers" / "dealii" / "_helper.h").write_text("// a helper alone is not a solver\n")
+    return tmp_path / "solvers"
+
+
+def test_a_folder_runs_on_the_tracks_it_has_solvers_for(tmp_path):
+    solver_folder(tmp_path, "dolfinx", "dealii")
+    done = pytest_in(tmp_path, "--pde-submissions=solvers", "--collect-only", "-k", CASE)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "on dolfinx (the tracks solvers has solvers for; --pde-library chooses)" in done.stdout
+    assert f"{CASE}[dolfinx]" in done.stdout and "[dealii]" not in done.stdout and "[firedrake]" not in done.stdout
+
+
+def test_a_folder_without_solvers_is_refused_saying_what_was_expected(tmp_path):
+    (tmp_path / "solvers" / "dolfinx").mkdir(parents=True)
+    done = pytest_in(tmp_path, "--pde-submissions=solvers")
+    assert done.returncode == 4
+    assert "no solver files in solvers" in done.stderr and "<library>/<family>.py" in done.stderr
+
+
+@pytest.mark.fem
+@pytest.mark.slow
+def test_items_without_a_runtime_are_not_run_rows_with_their_reason(tmp_path, dolfinx_available):
+    solver_folder(tmp_path, "dolfinx", "firedrake")
+    done = pytest_in(
+        tmp_path, "--pde-submissions=solvers", "-k", CASE, "--pde-runs=1", "--json-report", "--json-report-file=r.json",
+        env={"PDEBENCH_FIREDRAKE_PYTHON": str(tmp_path / "no-python")},  # Firedrake absent, even where provisioned
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    out = done.stdout
+    firedrake_table = out[out.index("firedrake:") :]
+    assert "not run" in firedrake_table.splitlines()[1]  # the column, in the header of that track's table
+    assert "not run: 1 item, left out of the pass rates:" in out
+    assert "1 on firedrake: firedrake runtime not found" in out and "provision_firedrake.sh" in out
+    assert "WARNING: firedrake" not in out  # no speed or conditions warning for a track that is not here
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(i["case_id"], i["library"], i["family"]) for i in report["pde"]["not_run"]] == [
+        (CASE, "firedrake", "poisson")
+    ]
+    verdicts = [t["metadata"]["pde"] for t in report["tests"] if t.get("metadata", {}).get("pde")]
+    assert [(v["library"], v["outcome"]) for v in verdicts] == [("dolfinx", "PASS")]
