@@ -275,6 +275,14 @@ def execute(task: RunTask, workspace: Path, time_it: Callable[[Execution], bool]
             side.runs.cleanup()
 
 
+def named(failure: str | None, submission: Submission) -> str | None:
+    """A run's failure with the sandbox's name of the solver file (``solver.py, line 3``)
+    replaced by the file the submission came from, which is the one its author edits."""
+    if failure is None or not submission.origin:
+        return failure
+    return failure.replace(f"({submission.solver_name}, line", f"({submission.origin}, line")
+
+
 class _Side:
     """One submission's runs within ``execute``: the submission's, or a paired oracle's."""
 
@@ -295,7 +303,7 @@ class _Side:
         result, workdir = runs.run(harvest_kernels=True)
         done.stdout, done.stderr, done.t_first_run = result.stdout, result.stderr, result.solve_sec
         done.cache_dropped = cast(Harvest, runs.harvest).dropped[:20]  # set by the run above
-        done.run_failure = result.failure_reason()
+        done.run_failure = named(result.failure_reason(), self.task.submission)
         if done.run_failure:
             return False
         try:
@@ -309,7 +317,9 @@ class _Side:
         """Timed run ``number``; False (and ``timed_failure`` said) if it failed."""
         runs, done = self.runs, self.done
         timed, workdir = runs.run()
-        reason = timed.failure_reason() or (None if timed.solve_sec is not None else "no start marker")
+        reason = named(timed.failure_reason(), self.task.submission) or (
+            None if timed.solve_sec is not None else "no start marker"
+        )
         if reason:
             done.timed_failure = f"timed run {number} failed: {reason}"
             return False

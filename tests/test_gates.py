@@ -29,6 +29,7 @@ SOLVERS = {
     "wrong_shape": ("F-Exec", "x, y, u = grid(case_spec); write(u[:-1], x, y)"),
     "no_meta": ("F-Exec", "x, y, u = grid(case_spec); write(u, x, y, meta=False)"),
     "raises": ("F-Exec", "raise RuntimeError('singular matrix')"),
+    "syntax_error": ("F-Exec", "x = (1,"),
     "no_solve_function": ("F-Exec", None),
 }
 
@@ -38,7 +39,8 @@ REASONS = {
     "nan_inside": "NaN/inf values inside the domain",
     "wrong_shape": "has shape (19, 20), expected (20, 20)",
     "no_meta": "meta.json is missing",
-    "raises": "RuntimeError: singular matrix",
+    "raises": "solve() raised: RuntimeError: singular matrix",
+    "syntax_error": "the submission did not import: SyntaxError: '(' was never closed",
     "no_solve_function": "defines no function solve",
 }
 
@@ -105,6 +107,15 @@ def test_outcome_and_reason(gate_run, name):
         assert f"{expected}: " in stdout  # the one-line failure message pytest shows
 
 
+@pytest.mark.parametrize("name", ["raises", "syntax_error"])
+def test_a_failing_solver_is_named_by_its_file_and_line(gate_run, name):
+    """The author's file (not the sandbox's solver.py) and the line of the error."""
+    outcomes, _, root, _, _ = gate_run
+    solver = next((root / "solvers").glob(f"*/{name}.py"))
+    line = next(n for n, text in enumerate(solver.read_text().splitlines(), 1) if SOLVERS[name][1] in text)
+    assert outcomes[name]["reason"].endswith(f"({solver}, line {line})"), outcomes[name]["reason"]
+
+
 def test_passing_item_metadata(gate_run):
     outcomes, _, root, _, _ = gate_run
     verdict = outcomes["exact"]
@@ -140,8 +151,8 @@ def test_summary_table_and_exit_code(gate_run):
     assert returncode == 1  # failures present
     assert "PDEAgent-Bench outcomes" in stdout
     table_line = next(line for line in stdout.splitlines() if line.startswith("poisson"))
-    assert table_line.split()[1:5] == ["1", "5", "2", "1"]
-    assert "11.1%" in table_line
+    assert table_line.split()[1:5] == ["1", "6", "2", "1"]
+    assert "10.0%" in table_line
 
 
 def test_the_run_writes_its_report(gate_run):
@@ -151,7 +162,7 @@ def test_the_run_writes_its_report(gate_run):
     assert f"report: {root / 'tables' / 'report.html'}" in stdout
     summary = json.loads((root / "tables" / "summary.json").read_text())
     stages = summary["tables"]["stages"]["rows"][0]
-    assert stages[2:7] == [9, "1 (11.1%)", "5 (55.6%)", "2 (22.2%)", "1 (11.1%)"]
+    assert stages[2:7] == [10, "1 (10.0%)", "6 (60.0%)", "2 (20.0%)", "1 (10.0%)"]
     again = load_run(root / "tables" / "run.json")  # the run as `pdebench report` reads it later
     assert {row["case_id"]: row["outcome"] for row in again.rows} == {k: v["outcome"] for k, v in outcomes.items()}
 

@@ -139,6 +139,7 @@ def run_solver(solver_file: str) -> None:
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; a run's folder is new each time anyway
 
     _write_marker()
+    stage = "the submission did not import"
     try:
         spec = importlib.util.spec_from_file_location("submission", solver_file)
         if TYPE_CHECKING:  # a file without a loader (None) raises below, reported as any broken submission
@@ -149,15 +150,33 @@ def run_solver(solver_file: str) -> None:
         solve = getattr(module, "solve", None)
         if not callable(solve):
             _fail("PDEBENCH: the submission defines no function solve(case_spec)", 3)
+        stage = "solve() raised"
         solve(case_spec)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
         _fail(f"PDEBENCH: the submission called sys.exit({exc.code!r})", code or 0)
-    except BaseException:
-        _fail("PDEBENCH: solve() raised an exception\n" + traceback.format_exc(), 2)
+    except BaseException as exc:
+        # the traceback first, then one line the harness reports: what failed, and where
+        _fail(traceback.format_exc() + f"PDEBENCH: {stage}: {where_it_failed(exc)}", 2)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def where_it_failed(exc: BaseException) -> str:
+    """``Type: message (file, line N)``: the submission's own file and line nearest the
+    error (a syntax error's own; else the innermost frame in the run's folder)."""
+    what = f"{type(exc).__name__}: {exc.msg if isinstance(exc, SyntaxError) else exc}".strip()
+    place = None
+    if isinstance(exc, SyntaxError) and exc.filename:
+        place = (exc.filename, exc.lineno)
+    else:
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            if os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == os.getcwd():
+                place = (frame.f_code.co_filename, line)
+    if place is None:
+        return what[:300]
+    return f"{what[:300]} ({os.path.basename(place[0])}, line {place[1]})"
 
 
 def _wait_for_run() -> None:
