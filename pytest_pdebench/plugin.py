@@ -338,7 +338,7 @@ class _Recorder:
             _sweep(get_backend("docker"))  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
-        from .report import llm_usage, not_run_summary, tables_by_library
+        from .report import failed_folders, llm_usage, not_run_summary, tables_by_library
 
         if not self.run.verdicts and not self.run.not_run:
             return
@@ -346,7 +346,7 @@ class _Recorder:
         for library, table in tables_by_library(self.run.verdicts, not_run=self.run.not_run):
             terminalreporter.write_line(f"{library}:")
             terminalreporter.write_line(table)
-        for line in not_run_summary(self.run.not_run):
+        for line in not_run_summary(self.run.not_run) + failed_folders(self.run.verdicts, config.option.verbose > 0):
             terminalreporter.write_line(line)
         usage = llm_usage(self.run.verdicts)
         if usage:

@@ -54,6 +54,21 @@ def tables_by_library(verdicts: list[dict], fmt: str = "simple", not_run: Iterab
     ]
 
 
+FIRST_FAILED = 5  # audit folders the terminal lists without -v
+
+
+def failed_folders(verdicts: list[dict], every: bool = False) -> list[str]:
+    """The terminal's lines on where to look: the audit folder of each failed item (the
+    first FIRST_FAILED unless ``every``, as -v asks)."""
+    failed = [v for v in verdicts if v["outcome"] != "PASS" and v.get("artifacts")]
+    if not failed:
+        return []
+    shown = failed if every else failed[:FIRST_FAILED]
+    more = "" if len(shown) == len(failed) else "; -v lists all"
+    lines = [f"audit folders of the failed items ({len(shown)} of {len(failed)}{more}):"]
+    return lines + [f"  {v['outcome']} {v['case_id']} [{v['library']}]: {v['artifacts']}" for v in shown]
+
+
 def not_run_summary(not_run: list[dict], shown: int = 8) -> list[str]:
     """The terminal's lines on items not run: each distinct reason once per library, with
     how many items it kept from running (the reason says what fixes it)."""

@@ -153,6 +153,7 @@ def test_summary_table_and_exit_code(gate_run):
     table_line = next(line for line in stdout.splitlines() if line.startswith("poisson"))
     assert table_line.split()[1:5] == ["1", "6", "2", "1"]
     assert "10.0%" in table_line
+    assert "audit folders of the failed items (5 of 9; -v lists all):" in stdout
 
 
 def test_the_run_writes_its_report(gate_run):

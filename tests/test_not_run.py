@@ -73,3 +73,17 @@ def test_items_without_a_runtime_are_not_run_rows_with_their_reason(tmp_path, do
     ]
     verdicts = [t["metadata"]["pde"] for t in report["tests"] if t.get("metadata", {}).get("pde")]
     assert [(v["library"], v["outcome"]) for v in verdicts] == [("dolfinx", "PASS")]
+
+
+def test_the_summary_lists_the_audit_folders_of_failed_items():
+    from pytest_pdebench.report import FIRST_FAILED, failed_folders
+
+    verdicts = [
+        {"outcome": "F-Acc", "case_id": f"c{k}", "library": "dolfinx", "artifacts": f"/out/c{k}"} for k in range(7)
+    ]
+    verdicts.append({"outcome": "PASS", "case_id": "ok", "library": "dolfinx", "artifacts": "/out/ok"})
+    lines = failed_folders(verdicts)
+    assert lines[0] == f"audit folders of the failed items ({FIRST_FAILED} of 7; -v lists all):"
+    assert lines[1] == "  F-Acc c0 [dolfinx]: /out/c0" and len(lines) == 1 + FIRST_FAILED
+    assert len(failed_folders(verdicts, every=True)) == 1 + 7 and not any("/out/ok" in line for line in lines)
+    assert failed_folders(verdicts[-1:]) == []
