@@ -1,5 +1,5 @@
 """pytest-pdebench: PDEAgent-Bench cases as pytest items. Options and hooks only;
-each concern lives in its own module (docs/reference.md, Design).
+each concern lives in its own module (docs/design.md).
 
 pytest loads this plugin in every run of the environment it is installed in: the
 session's modules (runs, gates, reports) are imported inside the hooks, once a
@@ -7,6 +7,7 @@ session's modules (runs, gates, reports) are imported inside the hooks, once a
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -39,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--pde-library",
         action="append",
         metavar="NAME",
-        help="library track(s): dolfinx, firedrake, dealii; repeat or comma-separate (default: all)",
+        help="library track(s): dolfinx, firedrake, dealii; repeat or comma-separate (default: the tracks "
+        "--pde-submissions has solvers for; all three for a model or an agent)",
     )
     group.addoption("--pde-cases", metavar="PATH", help="case file or directory (default: the bundled cases/)")
     group.addoption(
@@ -310,8 +312,13 @@ class _Recorder:
         self.run = run
         self.calibrations: dict = {}
         self.counted: set[str] = set()  # node ids with a verdict or a stand-in: one each
+        self.validated: Counter[str] = Counter()  # --pde-validate: records passed, failed, skipped
+        self.trials: Counter[str] = Counter()  # --pde-validate: trial runs per library
 
     def pytest_runtest_logreport(self, report):
+        if self.run.validate and report.when == "call":
+            self.validated[report.outcome] += 1
+            self.trials.update(value["library"] for key, value in report.user_properties if key == "pde_trial")
         verdict = items.verdict_of(report)
         if verdict and report.when == "call":
             self.run.verdicts.append(verdict)
@@ -340,6 +347,12 @@ class _Recorder:
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         from .report import failed_folders, llm_usage, not_run_summary, tables_by_library
 
+        if self.run.validate:
+            from .validation import checks_ran
+
+            terminalreporter.section("PDEAgent-Bench validation")
+            for line in checks_ran(self.validated, self.trials, self.run.static_only):
+                terminalreporter.write_line(line)
         if not self.run.verdicts and not self.run.not_run:
             return
         terminalreporter.section("PDEAgent-Bench outcomes")

@@ -234,7 +234,9 @@ class PdeRun:
             label += f"-variants-{opt.pde_variants}"
         elif baseline == "paired":
             label += "-paired"
-        output = Path(opt.pde_output) if opt.pde_output else rootdir / "reports" / mode / label
+        # a validation's run folders go under the folder it was started from, never beside the case file
+        home = config.invocation_params.dir if validate else rootdir
+        output = Path(opt.pde_output) if opt.pde_output else home / "reports" / mode / label
         settings = dataclasses.replace(settings, output_dir=output.resolve())
         calibrations = Path(opt.pde_calibrations) if opt.pde_calibrations else bundled("calibrations", rootdir)
         libraries = _libraries(opt.pde_library)

@@ -11,6 +11,7 @@ record, done by the plugin after these pass.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
@@ -320,3 +321,22 @@ def static_problems(record: CaseRecord, case_dir: Path | None = None) -> list[st
         if problem:
             problems.append(f"{name}: {problem}")
     return problems
+
+
+def checks_ran(records: Counter[str], trials: Counter[str], static_only: bool) -> list[str]:
+    """What ``--pde-validate`` checked, for its terminal summary: the records' outcomes, the
+    checks each record went through, and the trial runs per library."""
+    outcome = ", ".join(f"{records[o]} {word}" for o, word in (("passed", "passed"), ("failed", "failed")))
+    if records["skipped"]:
+        outcome += f", {records['skipped']} passed the static checks with no runtime here for a trial run"
+    lines = [
+        f"{sum(records.values())} records: {outcome}",
+        "checks on each record: on loading, the schema, unique ids, expressions, the pde type and the boundary "
+        f"tags; then {', '.join(STATIC_CHECKS)}",
+    ]
+    if static_only:
+        lines.append("trial runs: none (--pde-validate-static)")
+    else:
+        runs = ", ".join(f"{count} on {library}" for library, count in sorted(trials.items())) or "none"
+        lines.append(f"trial runs of the oracle (the error finite, the thresholds within bounds): {runs}")
+    return lines

@@ -63,6 +63,10 @@ def test_static_checks_name_record_and_check(pytester, cases_file):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={cases_file}", "--pde-validate-static",
                                 "--json-report", f"--json-report-file={report}")
     result.assert_outcomes(passed=1, failed=11)
+    # the summary says what was checked, even where every record passes
+    result.stdout.fnmatch_lines(["*PDEAgent-Bench validation*", "12 records: 1 passed, 11 failed",
+                                 "checks on each record: on loading, the schema*; then math type, *, leaks, *",
+                                 "trial runs: none (--pde-validate-static)"])
     tests = json.loads(report.read_text())["tests"]
     failures = {t["nodeid"].split("::")[-1]: t["call"]["longrepr"] for t in tests if t["outcome"] == "failed"}
     assert set(failures) == set(EXPECTED)
@@ -87,6 +91,22 @@ def test_trial_run_calibrates_the_oracle(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={good}", "--pde-library=dolfinx",
                                 f"--pde-output={pytester.path / 'out'}", "-rf")
     result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["trial runs of the oracle (the error finite, the thresholds within bounds): "
+                                 "3 on dolfinx"])
     result.stdout.fnmatch_lines(["*record neumann_on_an_arc: trial run on dolfinx: F-Exec: *"
                                  "NotImplementedError: the oracle cannot locate boundary tag 'arc'*"])
     assert not (pytester.path / "calibrations").exists(), "validation must not write calibrations"
+
+
+def test_run_folders_go_under_the_folder_it_was_started_from(pytester):
+    """Not beside the case file (a case under review in another folder, say a checkout's)."""
+    elsewhere = pytester.mkdir("elsewhere")
+    (elsewhere / "new.jsonl").write_text(json.dumps(record_dict(new_id="fine")) + "\n")
+    work = pytester.mkdir("work")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pde-validate", "../elsewhere/new.jsonl",
+                                               "--pde-validate-static", "--pde-library=dolfinx")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*artifacts in {work / 'reports' / 'validation'}*"])
+    assert not (pytester.path / "reports").exists() and not (elsewhere / "reports").exists()
