@@ -27,6 +27,7 @@ from .authoring.starter import starter_records
 from .authoring.suite import suite_records
 from .authoring.upstream import import_to
 from .authoring.variants import write_variants
+from .bundled import bundled
 from .calibration import materialize_case_files
 from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file
 from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
@@ -362,6 +363,12 @@ def _synopsis(commands, column: int = 40, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def _shipped(name: str) -> str:
+    """The default of an input the package ships: the folder of that name here (a checkout,
+    or a project with its own), else the bundled one, so an installed tool runs anywhere."""
+    return name if Path(name).exists() else str(bundled(name))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pdebench", formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(
@@ -393,8 +400,8 @@ def _parser() -> argparse.ArgumentParser:
         oracle=ORACLE,
     )
     calibrate.add_argument("--library", default="dolfinx")
-    calibrate.add_argument("--cases", default="cases")
-    calibrate.add_argument("--oracle", default="submissions/oracle")
+    calibrate.add_argument("--cases", default=_shipped("cases"))
+    calibrate.add_argument("--oracle", default=_shipped("submissions/oracle"))
     calibrate.add_argument("--calibrations", default="calibrations")
     calibrate.add_argument("--runs", type=int, default=3, help="timed runs averaged into t_base (default 3)")
     calibrate.add_argument(
@@ -472,7 +479,7 @@ def _parser() -> argparse.ArgumentParser:
         _calibration_configs,
         cases=CASES_ARGUMENT,
     )
-    configs.add_argument("cases", nargs="?", default="cases")
+    configs.add_argument("cases", nargs="?", default=_shipped("cases"))
     configs.add_argument("--upstream", default=str(UPSTREAM_FILE))
     configs.add_argument(
         "--refine",
@@ -503,8 +510,8 @@ def _parser() -> argparse.ArgumentParser:
         cases=CASES_OPTION,
     )
     summary.add_argument("--library", default="dolfinx")
-    summary.add_argument("--cases", default="cases")
-    summary.add_argument("--calibrations", default="calibrations")
+    summary.add_argument("--cases", default=_shipped("cases"))
+    summary.add_argument("--calibrations", default=_shipped("calibrations"))
     summary.add_argument("--format", default="simple")
 
     agreement = _command(
@@ -515,8 +522,8 @@ def _parser() -> argparse.ArgumentParser:
         cases=CASES_OPTION,
     )
     agreement.add_argument("--library", default="dolfinx")
-    agreement.add_argument("--cases", default="cases")
-    agreement.add_argument("--oracle", default="submissions/oracle")
+    agreement.add_argument("--cases", default=_shipped("cases"))
+    agreement.add_argument("--oracle", default=_shipped("submissions/oracle"))
     agreement.add_argument("--calibrations", default="calibrations")
     agreement.add_argument(
         "--output", default="reports/calibration/strong", help="the runs' audit folders (finished items are reused)"
@@ -541,7 +548,7 @@ def _parser() -> argparse.ArgumentParser:
         _variants,
         cases=CASES_ARGUMENT,
     )
-    varied.add_argument("cases", nargs="?", default="cases", help="a case file or folder (default: cases/)")
+    varied.add_argument("cases", nargs="?", default=_shipped("cases"), help="a case file or folder (default: cases/)")
     varied.add_argument("--seed", type=int, required=True)
     varied.add_argument("--family", action="append", help="only these families (repeatable)")
     varied.add_argument("--output", help="the JSONL file to write (default: reports/variants/seed-S.jsonl)")
@@ -566,7 +573,7 @@ def _parser() -> argparse.ArgumentParser:
         oracle=ORACLE,
     )
     references.add_argument("cases")
-    references.add_argument("--oracle", default="submissions/oracle/dolfinx")
+    references.add_argument("--oracle", default=_shipped("submissions/oracle/dolfinx"))
     references.add_argument("--family", action="append", help="only these families (repeatable)")
     references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
 
@@ -575,8 +582,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     prompt.add_argument("case_id")
     prompt.add_argument("--library", default="dolfinx")
-    prompt.add_argument("--cases", default="cases")
-    prompt.add_argument("--guides", default="guides")
+    prompt.add_argument("--cases", default=_shipped("cases"))
+    prompt.add_argument("--guides", default=_shipped("guides"))
     prompt.add_argument("--template", action="store_true", help="the template-guided prompt (with a scaffold)")
 
     cost = _command(
@@ -588,8 +595,8 @@ def _parser() -> argparse.ArgumentParser:
         guides=GUIDES,
     )
     cost.add_argument("--library", action="append", help="only these tracks (repeatable)")
-    cost.add_argument("--cases", default="cases")
-    cost.add_argument("--guides", default="guides")
+    cost.add_argument("--cases", default=_shipped("cases"))
+    cost.add_argument("--guides", default=_shipped("guides"))
 
     containers = _command(
         commands,

@@ -63,3 +63,10 @@ def test_an_installed_plugin_judges_a_folder_from_an_empty_folder(installed, tmp
     verdicts = [t["metadata"]["pde"] for t in tests if t.get("metadata", {}).get("pde")]
     assert [(v["case_id"], v["library"], v["outcome"]) for v in verdicts] == [(CASE, "dolfinx", "PASS")]
     assert (project / "reports" / "runs" / "solvers" / "dolfinx" / CASE).is_dir()  # the audit folder, here
+
+
+def test_the_installed_command_finds_the_bundled_cases_and_guides(installed, tmp_path):
+    """`pdebench prompt` from an empty folder: the bundled case, with the library guide in it."""
+    done = run(installed / "pdebench", "prompt", CASE, "--library", "dolfinx", cwd=tmp_path)
+    guide = (REPO / "guides" / "DOLFINX_GUIDE.md").read_text().splitlines()[0].lstrip("# ").strip()
+    assert CASE not in done.stderr and guide in done.stdout
