@@ -137,6 +137,10 @@ def test_bad_model_options_fail_before_any_case(bench, server):
                            f"--pde-cases={bench / 'cases.jsonl'}"], cwd=REPO, capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"})
     assert done.returncode == 4 and "set the API key in $ANTHROPIC_API_KEY" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-model=opus-4.7",
+                           f"--pde-cases={bench / 'cases.jsonl'}", "--pde-guides=/no/guides"], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, "ANTHROPIC_API_KEY": "unused"})
+    assert done.returncode == 4 and "--pde-guides: no directory at /no/guides" in done.stderr  # not a guideless prompt
 
 
 def test_template_mode_sends_the_scaffold(bench, server):

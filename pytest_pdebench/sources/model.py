@@ -163,6 +163,8 @@ def model_source_from_options(opt, rootdir: Path, is_controller: bool, settings=
     if is_controller:
         ledger.reset()  # the budget is per run; workers share the file
     guides = Path(opt.pde_guides) if opt.pde_guides else bundled("guides", rootdir)
+    if opt.pde_guides and not guides.is_dir():  # a prompt without its guide is another benchmark
+        raise pytest.UsageError(f"--pde-guides: no directory at {guides}")
     if opt.pde_agent:
         if opt.pde_replay:
             raise pytest.UsageError("--pde-replay replays single completions: agents are not cached")
