@@ -34,6 +34,8 @@ class CaseRun(Protocol):
 
     def calibration_classes(self) -> list[str | None]: ...
 
+    def missing_track(self, library: str) -> str | None: ...
+
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict: ...
 
 
@@ -170,10 +172,9 @@ class CaseItem(pytest.Item):
             self.add_marker(pytest.mark.timeout(run.source.attempts * (per_attempt + writing) + BACKSTOP_MARGIN_SEC))
 
     def setup(self):
-        try:
-            self.config.stash[PDE_RUN].settings.runtime(self.library)
-        except RuntimeMissing as exc:
-            pytest.skip(str(exc))
+        why = self.config.stash[PDE_RUN].missing_track(self.library)
+        if why:
+            pytest.skip(why)
 
     def runtest(self):
         run = self.config.stash[PDE_RUN]

@@ -7,6 +7,7 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -405,6 +406,22 @@ class PdeRun:
                 )
             lines += filter(None, [drift_problem(library, self.speed_drift(library))])
         return lines
+
+    def missing_track(self, library: str) -> str | None:
+        """Why a library's items cannot run at all (they are "not run"), or None: its runtime
+        is absent here, or the submission folder has no solver for it."""
+        try:
+            self.settings.runtime(library)
+        except RuntimeMissing as exc:
+            return str(exc)
+        if isinstance(self.source, DirectorySource) and not self.validate and not self.settings.calibrate:
+            if library not in self._supplied:
+                return f"no solver for {library} in {self.source.directory} (see the solver contract's folder layout)"
+        return None
+
+    @functools.cached_property
+    def _supplied(self) -> tuple[str, ...]:
+        return cast(DirectorySource, self.source).tracks(self.libraries)
 
     def present_libraries(self) -> list[str]:
         """The run's libraries whose runtime is here (the others' items are not run)."""

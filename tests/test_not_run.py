@@ -87,3 +87,11 @@ def test_the_summary_lists_the_audit_folders_of_failed_items():
     assert lines[1] == "  F-Acc c0 [dolfinx]: /out/c0" and len(lines) == 1 + FIRST_FAILED
     assert len(failed_folders(verdicts, every=True)) == 1 + 7 and not any("/out/ok" in line for line in lines)
     assert failed_folders(verdicts[-1:]) == []
+
+
+def test_a_track_the_folder_has_no_solver_for_is_not_run(tmp_path):
+    solver_folder(tmp_path, "firedrake")  # asked for DOLFINx, has Firedrake solvers only
+    done = pytest_in(tmp_path, "--pde-submissions=solvers", "--pde-library=dolfinx", "-k", CASE)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "not run: 1 item, left out of the pass rates:" in done.stdout
+    assert "1 on dolfinx: no solver for dolfinx in solvers" in done.stdout

@@ -174,7 +174,11 @@ def test_unsandboxed_mode_warns_loudly(pytester, suite):
 
 
 def test_no_solver_for_a_case_is_an_exec_failure(pytester, suite, dolfinx_available):
+    """The folder has solvers for the track, none for this case: F-Exec, counted (a folder
+    with none for the whole track has its items "not run": tests/test_not_run.py)."""
     empty = pytester.mkdir("no_solvers")
+    (empty / "dolfinx").mkdir()
+    (empty / "dolfinx" / "heat.py").write_text("def solve(case_spec):\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={empty}",
                                 f"--pde-calibrations={pytester.path / 'calib'}", "--pde-library=dolfinx",
                                 "-k", "poisson_basic")
