@@ -35,7 +35,7 @@ the reference with 1% noise against every record's tau_acc (leaks.rung_errors).
 Prints figures; asserts nothing (tests/test_validity.py keeps the dishonest rungs at 0).
 Each finished rung also leaves its verdicts in benchmarks/results/<library>-<rung>.json
 (one line per item: id, family, outcome, error, tau_acc, t_agent, t_base, timed runs;
-committed: the README's ladder figures can be re-printed and checked from them, and
+committed: the ladder's figures (docs/results/) can be re-printed and checked from them, and
 --reuse falls back to them where the full reports are gone).
 """
 

@@ -23,7 +23,7 @@ What a kept kernel can still carry is what such a file can hold: a submission th
 compiles its own library, or builds the form compiler's own objects around its data,
 under a form compiler's file name could hide data in its sections, within the per-run
 caps. Every run's outputs are judged (``execution.py``), so such data could make a
-timed run quicker only by being the answer of the case. The README's threat model says
+timed run quicker only by being the answer of the case. The threat model (docs/threat-model.md) says
 so.
 """
 

@@ -47,7 +47,7 @@ def test_no_evaluator_only_value_reaches_any_prompt():
 
 def test_manufactured_solutions_are_not_in_prompts_unless_the_case_spec_holds_them():
     """The real values: an exact solution reaches a prompt only as data the agent view
-    itself carries (Dirichlet data equal to it on the boundary, see the README)."""
+    itself carries (Dirichlet data equal to it on the boundary, see docs/suite.md)."""
     for record in RECORDS[:200]:
         exact = record.evaluation_metadata.manufactured_solution or {}
         spec_text = json.dumps(record.case_spec_dict())

@@ -28,7 +28,7 @@ def _calibrated_records():
 
 
 # tracks whose baselines are measured at the paper's difficulty; the others' recalibration
-# is pending (README, "still open") and their records carry no thresholds meanwhile
+# is pending (docs/upstream.md) and their records carry no thresholds meanwhile
 RECALIBRATED = ("dolfinx", "dealii", "firedrake")
 
 

@@ -15,7 +15,7 @@ Where the settings come from:
   build time, never committed), then:
   - 2-D, except flows: P1, the resolution times the family's ``RESOLUTION_SCALE``. Our
     P2 oracle at upstream resolutions lands 30-1000x below Table 6's medians on our
-    manufactured solutions (pilot in the README, "Calibration"), and P2 meshes coarse
+    manufactured solutions (the pilot: docs/calibration.md), and P2 meshes coarse
     enough to reach them have 8-20 cells per side; P1 at upstream-like resolutions
     reproduces the paper's difficulty with an ordinary mesh;
   - flows: Taylor-Hood P2-P1 (the oracle's element), the resolution scaled likewise;
@@ -59,7 +59,7 @@ from ..sources.folder import oracle_fingerprint
 UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 FLOW_FAMILIES = ("stokes", "navier_stokes")
 MAX_DEGREE = 2  # the oracles implement P1 and P2 (a few upstream records use P3/P4)
-# 2-D resolution factor per family (see the module doc; measured in the pilot, README)
+# 2-D resolution factor per family (see the module doc; measured in the pilot, docs/calibration.md)
 RESOLUTION_SCALE = {
     "poisson": 1.5,
     "heat": 1.2,

@@ -181,7 +181,7 @@ def _probe_python(python: str, modules: str, version_expr: str, timeout: float =
 # it looks for no peers (ess), and is given the only transports a process alone needs,
 # ob1 over "self", instead of probing UCX, libfabric and shared memory for them. Measured
 # in a warm Firedrake run: MPI_Init 0.37 s with Open MPI's defaults, 0.025 s with these
-# (README, "Overhead of the warm runner"). MPI starts outside the timed windows of the
+# (docs/results/2026-11-26-harness-overhead.md). MPI starts outside the timed windows of the
 # Python tracks; deal.II's oracle does not start MPI.
 OPEN_MPI_SINGLETON_ENV = {"OMPI_MCA_ess_singleton_isolated": "1", "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self"}
 

@@ -53,7 +53,7 @@ def host_toolchain() -> Toolchain:
     """This machine's toolchain: CMake's flags, linked by LLVM's lld on one thread (a worker
     owns one core) where the ``lld`` package is installed, else by CMake's gold. lld links a
     deal.II program in 0.6 s against gold's 1.2-1.6 s; the program loads the same libraries
-    and runs as fast (README, "Compile speed"), so baselines linked by gold still hold. Kept
+    and runs as fast (docs/start/dealii.md), so baselines linked by gold still hold. Kept
     out of cxx_toolchain.py, which is part of the deal.II image's recipe: the image links
     with gold until it is rebuilt with lld. Raises ToolchainError."""
     toolchain = load_toolchain()

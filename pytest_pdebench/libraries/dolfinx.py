@@ -26,7 +26,7 @@ class DolfinxTrack(PythonTrack):
         KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),
         KernelRule(_FFCX_MODULE + r"\.c(\.cached)?", "empty"),
     )
-    # measured: a gated run of the oracle adds at most N files, M MB (README, threat model)
+    # measured: a gated run of the oracle adds at most N files, M MB (docs/threat-model.md)
     kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
     shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items
     install_hint = (
