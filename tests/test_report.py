@@ -374,7 +374,7 @@ def test_the_terminal_table_counts_an_item_without_a_verdict():
         return SimpleNamespace(nodeid=f"cases.jsonl::{name}", when=when, failed=failed, longrepr=crash,
                                user_properties=[("pde", pde)] if pde else [])
 
-    run = SimpleNamespace(verdicts=[], source=SimpleNamespace(label="submissions/plain"))
+    run = SimpleNamespace(verdicts=[], not_run=[], validate=False, source=SimpleNamespace(label="submissions/plain"))
     recorder = _Recorder(run)
     passed = verdict("p1", "PASS")
     for logged in (report("p1[dolfinx]", "call", False, passed), report("p1[dolfinx]", "teardown", True, passed),
