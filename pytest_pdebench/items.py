@@ -238,7 +238,7 @@ def not_run(report) -> dict | None:
     """What a skipped case item's report says: its case, library and family, and the reason
     it was not run (no runtime here, no variant, no money left); None for any other report."""
     item = dict(getattr(report, "user_properties", ())).get(ITEM_KEY)
-    if item is None or not report.skipped:
+    if item is None or not getattr(report, "skipped", False):
         return None
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)

@@ -323,8 +323,8 @@ class _Recorder:
         if verdict and report.when == "call":
             self.run.verdicts.append(verdict)
             self.counted.add(report.nodeid)
-        elif getattr(report, "skipped", False) and report.nodeid not in self.counted and items.not_run(report):
-            self.run.not_run.append(items.not_run(report))
+        elif report.nodeid not in self.counted and (skipped := items.not_run(report)):
+            self.run.not_run.append(skipped)
             self.counted.add(report.nodeid)
         elif report.failed and report.nodeid not in self.counted:
             stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report))  # case items only

@@ -424,15 +424,8 @@ class PdeRun:
         return cast(DirectorySource, self.source).tracks(self.libraries)
 
     def present_libraries(self) -> list[str]:
-        """The run's libraries whose runtime is here (the others' items are not run)."""
-        present = []
-        for library in self.libraries:
-            try:
-                self.settings.runtime(library)
-            except RuntimeMissing:
-                continue
-            present.append(library)
-        return present
+        """The run's libraries whose items can run (``missing_track``: the others are not run)."""
+        return [library for library in self.libraries if self.missing_track(library) is None]
 
     def session_metadata(self) -> dict:
         return {
