@@ -123,7 +123,7 @@ def _same_data(a, b, path="") -> bool:
 @pytest.mark.skipif(not UPSTREAM.is_file(), reason="the upstream file is not on this machine")
 @pytest.mark.parametrize("folder", [CASES_DIR, STARTER])
 def test_committed_calibration_settings_are_the_drawn_ones(folder):
-    """Generated records: the upstream draw, scaled (build/calibration_configs.py), then
+    """Generated records: the upstream draw, scaled (authoring/calibration_configs.py), then
     the steps the source names, in order: a refinement may only make a mesh finer (or the
     degree higher), a coarsening only fewer cells of the same degree."""
     from pytest_pdebench.authoring.calibration_configs import calibration_config, read_distribution, steps

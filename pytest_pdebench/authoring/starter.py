@@ -587,7 +587,7 @@ def build_record(design: Design, hide_solution: bool = True, key: str | None = N
 
 def _hiding(design: Design, geometry, case_spec: dict, key: str | None = None):
     """A design's solution with a bump where it needs one, and the means to hide its
-    boundary data (build/hiding.py)."""
+    boundary data (authoring/hiding.py)."""
 
     names = Output.model_validate(_output_block(design)).arrays
     return Hiding(

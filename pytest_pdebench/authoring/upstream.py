@@ -297,7 +297,7 @@ def hide_data(record):
     """A manufactured record made to follow issue 11, as generated records are
     (starter.build_record): a component added to a leaking solution, then the forcing,
     boundary and initial data derived again from the (possibly new) solution, then every
-    boundary condition's data hidden (build/hiding.py)."""
+    boundary condition's data hidden (authoring/hiding.py)."""
 
     case = record.model_dump(mode="json", exclude_none=True)
     spec, meta = case["case_spec"], case["evaluation_metadata"]
