@@ -306,6 +306,7 @@ def start_podman_service(folder: Path, timeout: float = 30.0) -> tuple[subproces
     service = subprocess.Popen(
         [podman, "system", "service", "--time=0", f"unix://{socket}"],
         env=env,
+        cwd=folder,  # conmon leaves files (an empty "oom" after a memory kill) in its working folder
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

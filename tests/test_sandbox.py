@@ -213,6 +213,8 @@ def test_timeout_kills_every_process_including_detached_ones(sandbox, tmp_path):
 
 
 def test_memory_limit_stops_a_runaway_allocation(sandbox, tmp_path):
+    stray = Path.cwd() / "oom"  # what podman's conmon leaves in its working folder after a memory kill
+    was_there = stray.exists()
     result, _ = run_solver(sandbox, tmp_path, """
         def solve(case_spec):
             blocks = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB
@@ -220,6 +222,7 @@ def test_memory_limit_stops_a_runaway_allocation(sandbox, tmp_path):
     assert result.returncode != 0
     # an address-space limit raises MemoryError; a container's memory cgroup kills (137)
     assert "MemoryError" in result.stderr or result.failure_reason() == "killed (out of memory?)"
+    assert was_there or not stray.exists(), "the kill left a file in the folder the tests run from"
 
 
 def test_file_size_limit(sandbox, tmp_path):
