@@ -67,7 +67,7 @@ def main() -> None:
                 evaluating = run(setting, folder, f"--pde-output={folder / 'evaluation'}", "--json-report",
                                  f"--json-report-file={report}", cluster=cluster)
             verdicts = [test["metadata"]["pde"] for test in json.loads(report.read_text())["tests"]
-                        if "metadata" in test]
+                        if "pde" in test.get("metadata", {})]
             ratios = sorted(v["t_agent"] / v["t_base"] for v in verdicts if v.get("t_agent") and v.get("t_base"))
             passed = sum(v["outcome"] == "PASS" for v in verdicts)
             baselines[setting] = {v["case_id"]: v["t_base"] for v in verdicts if v.get("t_base")}

@@ -462,7 +462,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where to write (keep it out of git: derived from CC BY data)",
     )
 
-    suite = _command(commands, "build-suite", "the full suite from pytest_pdebench/authoring/design_matrix.toml", _build_suite)
+    suite = _command(commands, "build-suite", "the full suite from authoring/design_matrix.toml", _build_suite)
     suite.add_argument(
         "--output", default="cases/suite.jsonl", help="where to write (built fields of existing records are kept)"
     )

@@ -178,6 +178,7 @@ class CaseItem(pytest.Item):
 
     def runtest(self):
         run = self.config.stash[PDE_RUN]
+        no_baseline: str | None = None
         try:
             verdict = run.evaluate(self.record, self.library, self.path.parent, self.machine)
         except NotRun as exc:  # budget spent or not in the replay cache: not a failure
@@ -185,7 +186,9 @@ class CaseItem(pytest.Item):
         except NotVaried as exc:  # --pde-variants: the record has none (said, and counted, in the report)
             pytest.skip(f"no variant ({exc})")
         except (NoCalibration, BaselineFailure) as exc:
-            pytest.fail(str(exc), pytrace=False)
+            no_baseline = str(exc)  # failed below, outside the handler: one message, not a chained pair
+        if no_baseline is not None:
+            pytest.fail(no_baseline, pytrace=False)
         self.user_properties.append(("pde", verdict.to_dict()))
         if verdict.calibration_problem:
             raise CalibrationRejected(f"baseline rejected: {verdict.calibration_problem}")
@@ -207,26 +210,28 @@ def case_item_name(case_id: str, library: str, machine: str | None) -> str:
 
 def case_item_of(nodeid: str) -> tuple[str, str] | None:
     """(case id, library) of a case item's node id (``cases.jsonl::poisson_1[dolfinx]``);
-    None for any other test (a validation item, another plugin's test)."""
+    None for any other test (a validation item, another plugin's test). A case file outside
+    the rootdir gives node ids with no path (``::poisson_1[dolfinx]``)."""
     path, sep, name = nodeid.rpartition("::")
     match = CASE_ITEM_NAME.fullmatch(name)
-    if not sep or not path.endswith(".jsonl") or not match or match["library"] not in LIBRARIES:
+    if not sep or not (path.endswith(".jsonl") or not path) or not match or match["library"] not in LIBRARIES:
         return None
     return match["case_id"], match["library"]
 
 
-def no_verdict(nodeid: str, source: str | None, crash: str | None = None) -> dict | None:
+def no_verdict(nodeid: str, source: str | None, crash: str | None = None, described: dict | None = None) -> dict | None:
     """The stand-in verdict of a case item that ran and ended without one (its test crashed
-    before the verdict was written, its xdist worker died): F-Exec, so that the item stays
-    in every denominator and a solver cannot drop the items it would fail. None for a test
-    that is not a case item. A node id does not name the family: "?"."""
-    item = case_item_of(nodeid)
+    before the verdict was written, its xdist worker died, its paired oracle failed): F-Exec,
+    so that the item stays in every denominator and a solver cannot drop the items it would
+    fail. None for a test that is not a case item. The family is the item's ``ITEM_KEY``
+    property where the report carries it (``described``), else "?"."""
+    item = (described["case_id"], described["library"]) if described else case_item_of(nodeid)
     if item is None:
         return None
     return {
         "case_id": item[0],
         "library": item[1],
-        "family": "?",
+        "family": (described or {}).get("family", "?"),
         "source": source,
         "outcome": "F-Exec",
         "reason": f"{NO_VERDICT} ({crash})" if crash else NO_VERDICT,

@@ -294,7 +294,10 @@ def pytest_report_teststatus(report, config):
 def pytest_json_runtest_metadata(item, call):
     if call.when == "call":
         verdict = items.verdict_of(item)
-        return {"pde": verdict} if verdict else None
+        if verdict:
+            return {"pde": verdict}
+        described = dict(item.user_properties).get(items.ITEM_KEY)  # for the stand-in's family
+        return {items.ITEM_KEY: described} if described else None
 
 
 def _crash_line(report) -> str | None:
@@ -327,7 +330,8 @@ class _Recorder:
             self.run.not_run.append(skipped)
             self.counted.add(report.nodeid)
         elif report.failed and report.nodeid not in self.counted:
-            stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report))  # case items only
+            described = dict(report.user_properties).get(items.ITEM_KEY)
+            stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report), described)
             if stand_in:
                 self.run.verdicts.append(stand_in)
                 self.counted.add(report.nodeid)

@@ -105,7 +105,7 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     verdict = json.loads((tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").read_text())
     assert verdict["outcome"] == "PASS"
     tests = json.loads(report.read_text())["tests"]
-    assert [t["metadata"]["pde"]["case_id"] for t in tests if "metadata" in t] == ["quick"]
+    assert [t["metadata"]["pde"]["case_id"] for t in tests if "pde" in t.get("metadata", {})] == ["quick"]
     return command, solvers, output
 
 

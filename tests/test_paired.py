@@ -9,7 +9,7 @@ import statistics
 import pytest
 from sympy.printing.numpy import NumPyPrinter
 
-from pytest_pdebench.analysis.runs import Run, row_of
+from pytest_pdebench.analysis.runs import Run, json_report_verdicts, row_of
 from pytest_pdebench.analysis.tables import live_table
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.execution import ItemRun, RunTask, execute
@@ -144,6 +144,13 @@ def test_a_failed_paired_oracle_leaves_the_item_without_a_verdict(dolfinx_availa
                                f"--pde-oracle={broken}")
     assert outcomes == {} and done.returncode == 1, done.stdout[-2000:]
     assert "the paired oracle's gated run failed" in done.stdout and "the oracle is broken" in done.stdout
+    assert "During handling of the above exception" not in done.stdout  # one message, not a chained pair
+    # the stand-in (F-Exec, no verdict) keeps the item's family: in the terminal's table and the JSON report
+    family = next(record.family for _, _, record in load_cases(cases))
+    assert any(line.split()[:3] == [family, "0", "1"] for line in done.stdout.splitlines()), done.stdout[-2000:]
+    report = json.loads((tmp_path / "report-dolfinx.json").read_text())
+    stand_ins = json_report_verdicts(report)  # what pdebench table and report read
+    assert [(v["family"], v["outcome"], v["no_verdict"]) for v in stand_ins] == [(family, "F-Exec", True)], stand_ins
 
 
 @pytest.mark.parametrize(

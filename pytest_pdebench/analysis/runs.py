@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..items import no_verdict
+from ..items import ITEM_KEY, no_verdict
 
 ROW_FIELDS = (
     "system",
@@ -231,7 +231,8 @@ def json_report_verdicts(document: dict) -> list[dict]:
         if verdict:
             verdicts.append(verdict)
         elif test.get("outcome") in ("failed", "error"):
-            stand_in = no_verdict(str(test.get("nodeid", "")), source, _crash_message(test))
+            described = (test.get("metadata") or {}).get(ITEM_KEY)
+            stand_in = no_verdict(str(test.get("nodeid", "")), source, _crash_message(test), described)
             if stand_in:
                 verdicts.append(stand_in)
     return verdicts

@@ -274,7 +274,8 @@ def assert_oracle_passes(tmp_path: Path, library: str, case_ids: list[str], max_
 def outcomes_from_report(path: Path) -> dict[str, dict]:
     """case_id -> pde metadata of a pytest-json-report file."""
     report = json.loads(Path(path).read_text())
-    return {t["metadata"]["pde"]["case_id"]: t["metadata"]["pde"] for t in report["tests"] if "metadata" in t}
+    verdicts = [t["metadata"]["pde"] for t in report["tests"] if "pde" in t.get("metadata", {})]
+    return {verdict["case_id"]: verdict for verdict in verdicts}
 
 
 # ---- Sockets and processes ----
