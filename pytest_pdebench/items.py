@@ -242,12 +242,18 @@ def no_verdict(nodeid: str, source: str | None, crash: str | None = None, descri
 def not_run(report) -> dict | None:
     """What a skipped case item's report says: its case, library and family, and the reason
     it was not run (no runtime here, no variant, no money left); None for any other report."""
-    item = dict(getattr(report, "user_properties", ())).get(ITEM_KEY)
+    item = described(report)
     if item is None or not getattr(report, "skipped", False):
         return None
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     return {**item, "reason": reason.removeprefix("Skipped: ")}
+
+
+def described(node) -> dict | None:
+    """A case item's ``ITEM_KEY`` property (case, library, family), from the item or any of
+    its reports; None for other tests."""
+    return dict(getattr(node, "user_properties", ())).get(ITEM_KEY)
 
 
 def verdict_of(report) -> dict | None:

@@ -296,8 +296,8 @@ def pytest_json_runtest_metadata(item, call):
         verdict = items.verdict_of(item)
         if verdict:
             return {"pde": verdict}
-        described = dict(item.user_properties).get(items.ITEM_KEY)  # for the stand-in's family
-        return {items.ITEM_KEY: described} if described else None
+        case = items.described(item)  # for the stand-in's family
+        return {items.ITEM_KEY: case} if case else None
 
 
 def _crash_line(report) -> str | None:
@@ -330,8 +330,8 @@ class _Recorder:
             self.run.not_run.append(skipped)
             self.counted.add(report.nodeid)
         elif report.failed and report.nodeid not in self.counted:
-            described = dict(report.user_properties).get(items.ITEM_KEY)
-            stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report), described)
+            case = items.described(report)
+            stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report), case)
             if stand_in:
                 self.run.verdicts.append(stand_in)
                 self.counted.add(report.nodeid)
