@@ -9,6 +9,7 @@ that name (its own ``cases/``, say) takes precedence where the caller passes its
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -31,3 +32,33 @@ def bundled(name: str, rootdir: Path | None = None) -> Path:
     if _in_checkout() and (CHECKOUT / name).exists():
         return CHECKOUT / name
     return INSTALLED / name
+
+
+# what a run must never see (issue 46): the cases and their references, the calibrations,
+# the oracle's solvers; a wheel carries them inside the package, so every installed copy
+# of the package is hidden whole (a run needs none of it: runner.py is mounted alone)
+ANSWER_KEY = ("cases", "calibrations", "submissions")
+INSTALLED_COPIES = (
+    "lib/python3*/site-packages/pytest_pdebench",
+    "lib/python3*/dist-packages/pytest_pdebench",
+    "lib/python3/dist-packages/pytest_pdebench",
+    "local/lib/python3*/dist-packages/pytest_pdebench",
+    "local/lib/python3*/site-packages/pytest_pdebench",
+)
+
+
+@functools.lru_cache(maxsize=64)
+def answer_key_within(root: str) -> tuple[str, ...]:
+    """The folders under ``root`` (a folder a run sees read-only, such as the track's
+    Python prefix or /usr) that hold the suite's answers: this package wherever it is
+    installed, any other installed copy of it, and the checkout's answer-key folders."""
+    top = Path(root).resolve()
+    candidates = [PACKAGE, *(CHECKOUT / name for name in ANSWER_KEY)]
+    if top.is_dir():
+        candidates += [match for pattern in INSTALLED_COPIES for match in top.glob(pattern)]
+    found = []
+    for candidate in candidates:
+        resolved = candidate.resolve()
+        if resolved.is_dir() and resolved.is_relative_to(top):
+            found.append(str(resolved))
+    return tuple(dict.fromkeys(found))

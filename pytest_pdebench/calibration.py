@@ -118,6 +118,8 @@ class ResolvedThresholds:
     source: str  # which calibration these came from
     foreign_machine: bool = False  # measured on another kind of machine
     factors: dict | None = None  # alpha_acc, alpha_time, tau_min, tau_max: a report re-gates with others
+    # the baseline's own first (gated) run, kernels compiled in it; None: not measured
+    t_first_base: float | None = None
 
     @classmethod
     def from_baseline(
@@ -130,6 +132,7 @@ class ResolvedThresholds:
         tau_max: float,
         source: str,
         foreign_machine: bool = False,
+        t_first_base: float | None = None,
     ) -> ResolvedThresholds:
         return cls(
             e_base,
@@ -139,7 +142,15 @@ class ResolvedThresholds:
             source,
             foreign_machine,
             {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max},
+            t_first_base or None,
         )
+
+    @property
+    def tau_first(self) -> float | None:
+        """The first-run gate's bound: alpha_time times the baseline's first run."""
+        if self.t_first_base is None:
+            return None
+        return (self.factors or {}).get("alpha_time", 3.0) * self.t_first_base
 
     def accurate_under_some_sensitivity_alpha(self, error: float) -> bool:
         """Could a looser accuracy multiplier of the sensitivity grid accept this error?
@@ -190,7 +201,13 @@ class CalibrationStore:
         factors = alphas.resolve(record)
         entry = self.entries(library).get(record.id)
         if entry and entry.get("fingerprint") == (fingerprint or case_fingerprint(record, library)):
-            return ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *factors, str(self.path(library)))
+            return ResolvedThresholds.from_baseline(
+                entry["e_base"],
+                entry["t_base"],
+                *factors,
+                str(self.path(library)),
+                t_first_base=entry.get("t_first_run"),
+            )
         stored = record.evaluation_metadata.thresholds.get(library)
         if stored and stored.machine.partition("+")[2] == self.runtime_tag(library):
             return ResolvedThresholds.from_baseline(
@@ -199,6 +216,7 @@ class CalibrationStore:
                 *factors,
                 f"case record (calibrated on {stored.machine})",
                 foreign_machine=stored.machine != self.machine_for(library),
+                t_first_base=stored.t_first_base,
             )
         return None
 
@@ -295,6 +313,7 @@ def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alp
         tau_time=resolved.tau_time,
         machine=machine,
         calibrated_at=entry.get("calibrated_at"),
+        t_first_base=entry.get("t_first_run") or None,
     )
 
 

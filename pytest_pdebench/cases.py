@@ -191,6 +191,8 @@ class Thresholds(Strict):
     tau_time: float = Field(gt=0)
     machine: str
     calibrated_at: str | None = None
+    # the baseline's first (gated) run, kernels compiled in it: the first-run gate's base
+    t_first_base: float | None = Field(default=None, gt=0)
 
 
 class CalibrationSetting(Strict):

@@ -153,11 +153,15 @@ class ItemRun:
         self.harness.mkdir()
         shutil.copy(RUNNER, self.harness / RUNNER.name)
         freeze_tree(self.harness)
-        store = self.track.kernel_store(self.runtime, task.submission.fingerprint) or self.scratch / "kernels"
+        # one store per item, empty for its gated run: nothing a run leaves there reaches
+        # another item, a later session, or the gated run that the first-run gate times
         self.kernels = KernelCache(
-            store, self.track.kernel_rules, self.track.kernel_files_per_run, self.track.kernel_bytes_per_run
+            self.scratch / "kernels",
+            self.track.kernel_rules,
+            self.track.kernel_files_per_run,
+            self.track.kernel_bytes_per_run,
         )
-        self.kernels.store.mkdir(parents=True, exist_ok=True)  # in the scratch folder, or a track's persistent one
+        self.kernels.store.mkdir()
         self.count = 0
         self.executable: Path | None = None
         self.harvest: Harvest | None = None

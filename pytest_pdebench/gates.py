@@ -287,6 +287,16 @@ def time_gate(t_agent: float, tau_time: float) -> None:
         raise GateFailure("F-Time", f"t_agent {t_agent:.3g} s > tau_time {tau_time:.3g} s")
 
 
+def first_run_gate(t_first: float | None, tau_first: float | None) -> None:
+    """The gated run, which starts with an empty kernel store, against alpha_time times the
+    baseline's own first run: what the timed runs could read back from kept kernels had
+    to be computed here (issue 46)."""
+    if t_first is not None and tau_first is not None and t_first > tau_first:
+        raise GateFailure(
+            "F-Time", f"first run {t_first:.3g} s > tau_first {tau_first:.3g} s (alpha_time x the baseline's first run)"
+        )
+
+
 def outcome_under(
     outcome: str,
     error: float | None,
@@ -295,6 +305,8 @@ def outcome_under(
     t_agent: float | None,
     tau_acc: float,
     tau_time: float,
+    t_first: float | None = None,
+    tau_first: float | None = None,
 ) -> str | None:
     """The outcome the same runs would get under other thresholds (a report's re-gating,
     a paired verdict's stored-calibration outcome); None where the runs do not decide it
@@ -309,4 +321,5 @@ def outcome_under(
         return "F-Exec"
     if t_agent is None:
         return None
-    return "PASS" if t_agent <= tau_time else "F-Time"
+    first_too_slow = t_first is not None and tau_first is not None and t_first > tau_first
+    return "PASS" if t_agent <= tau_time and not first_too_slow else "F-Time"

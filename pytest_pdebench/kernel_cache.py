@@ -6,25 +6,26 @@ them instead of compiling again. The same folder would let a submission carry an
 from one run to the next (an answer saved by the gated run and read back by the timed
 runs), so the cache a run sees is built by the harness:
 
-* The *store* holds the kernels; no run can write it. Each run gets an empty cache
-  folder of its own in which every stored file appears as a symbolic link into the
-  store, which the sandbox mounts read-only (``{kernels}``).
-* After the gated run of an item, files that run wrote into its cache folder are
-  *harvested* into the store only if the track's ``KernelRule``s recognise them: a form
-  compiler's file name, and the right type (a whole ELF shared object, every byte of it
-  in a section or the zero padding between them, under a size cap; a marker or source
-  whose content is not needed, stored empty and only beside a library of the same
-  module, so that names alone carry nothing; a pickle of the form compiler's own
-  classes, checked without unpickling). A run adds at most a track's number of files
-  and bytes. Everything else is dropped and listed.
-* The timed runs see the store as it then is; what they write is discarded.
+* The *store* holds the kernels of one item (one submission on one case); no run can
+  write it. Each run gets an empty cache folder of its own in which every stored file
+  appears as a symbolic link into the store, which the sandbox mounts read-only
+  (``{kernels}``).
+* The gated run starts with an empty store. The kernels it compiled are *harvested*
+  into the store only if the track's ``KernelRule``s recognise them: a form compiler's
+  file name, and the right type (a whole ELF shared object, every byte of it in a
+  section or the zero padding between them, under a size cap; a marker or source whose
+  content is not needed, stored empty and only beside a library of the same module, so
+  that names alone carry nothing; a pickle of the form compiler's own classes, checked
+  without unpickling). A run adds at most a track's number of files and bytes.
+  Everything else is dropped and listed.
+* The timed runs see the store as it then is; what they write is discarded. The store
+  goes with the item's scratch folder: nothing reaches another item or session.
 
 What a kept kernel can still carry is what such a file can hold: a submission that
-compiles its own library, or builds the form compiler's own objects around its data,
-under a form compiler's file name could hide data in its sections, within the per-run
-caps. Every run's outputs are judged (``execution.py``), so such data could make a
-timed run quicker only by being the answer of the case. The threat model (docs/threat-model.md) says
-so.
+compiles its own library under a form compiler's file name can hide data in its sections,
+the answer among them, and its timed runs can read it back. That is why the gated run,
+which cannot find anything of the kind, is timed against the baseline's own first run
+(the first-run gate, evaluation.py): the work has to be done there, within the budget.
 """
 
 from __future__ import annotations
@@ -202,9 +203,9 @@ def _open_regular(path: str | Path, max_bytes: int) -> int | None:
 
 
 class KernelCache:
-    """The kernel store of one submission on one runtime (or of one item), and the
-    per-run cache folders made from it. ``max_files`` and ``max_bytes``: what one run may
-    add to the store at most (the track's ``kernel_files_per_run``, ``kernel_bytes_per_run``)."""
+    """The kernel store of one item, and the per-run cache folders made from it.
+    ``max_files`` and ``max_bytes``: what one run may add to the store at most (the
+    track's ``kernel_files_per_run``, ``kernel_bytes_per_run``)."""
 
     def __init__(self, store: Path, rules: tuple[KernelRule, ...], max_files: int = 64, max_bytes: int = 32 << 20):
         self.store, self.rules = Path(store), rules

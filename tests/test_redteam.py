@@ -486,6 +486,24 @@ def exploit_probes() -> dict[str, tuple[str, str, str]]:
             os.makedirs(os.path.dirname(library), exist_ok=True)
             open(library, "wb").write(fake_library(answer_bytes(case_spec)))
             honest(case_spec)""")),
+        # issue 46: a real library (cc, FFCx's name) holding the answer in its read-only
+        # data, made by an honest but slow gated run and read back by the timed runs: kept
+        # by the store, so the timed runs are quick and right; the first-run gate times the
+        # gated run, which can find nothing, against the baseline's own first run
+        "answer_in_real_library": ("F-Time", "first run", textwrap.dedent("""\
+            library = FFCX + "bb" * 20 + SO
+            size = len(answer_bytes(case_spec))
+            if os.path.exists(library):
+                data = open(library, "rb").read()
+                at = data.find(b"PDEBENCH-MEMO")
+                if at >= 0:
+                    return from_answer(case_spec, data[at + 13:at + 13 + size])
+            os.makedirs(os.path.dirname(library), exist_ok=True)
+            raw = b"PDEBENCH-MEMO" + answer_bytes(case_spec)
+            open("k.c", "w").write("const unsigned char memo[] = {" + ",".join(map(str, raw)) + "};\\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", library, "k.c"], check=True)
+            open(FFCX + "bb" * 20 + ".c", "w").close()
+            honest(case_spec)""")),
         # 3. outputs that broke a reader, and the item left the results
         "deep_meta": ("F-Exec", "meta.json", textwrap.dedent("""\
             x, y, u = grid(case_spec)
@@ -574,7 +592,7 @@ def test_exploits_of_the_harness_get_the_honest_verdict(track, request, tmp_path
     probes = exploit_probes()
     solvers = exploit_solvers(probes)
     solvers["two_cores"] = exploit_solvers({"two_cores": ("", "", TWO_CORES)})["two_cores"]
-    cases, submissions = toy_cases(tmp_path, library, solvers, E_BASE, T_BASE, NX, NY, machine)
+    cases, submissions = toy_cases(tmp_path, library, solvers, E_BASE, T_BASE, NX, NY, machine, t_first=T_BASE)
     calibrations = f"--pde-calibrations={tmp_path / 'calibrations'}"
     launcher = (sys.executable, "-c", KEYRING_LAUNCHER)
     done, outcomes = run_track(tmp_path, library, cases, submissions, calibrations, "--pde-runs=3", "-k",

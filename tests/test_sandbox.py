@@ -212,6 +212,52 @@ def test_timeout_kills_every_process_including_detached_ones(sandbox, tmp_path):
     assert processes_with(marker) == []
 
 
+def test_every_process_of_a_run_is_gone_when_it_returns(sandbox, tmp_path):
+    """The clock stops when the whole run is gone (issue 46): a child the solver left
+    behind cannot write the outputs after its end, which are read once it returns."""
+    marker = f"pdebench-{uuid.uuid4().hex}"
+    result, _ = run_solver(sandbox, tmp_path, f"""
+        import os
+        def solve(case_spec):
+            if os.fork() == 0:
+                os.setsid()
+                os.execvp("sleep", ["sleep", "600", "{marker}"])
+    """)
+    assert result.returncode == 0, result.stderr
+    assert processes_with(marker) == []  # at once: not "within a while"
+
+
+def test_installed_copies_of_the_package_are_hidden(bwrap_available, tmp_path):
+    """A wheel carries the suite (cases, references, calibrations, the oracle) inside the
+    package: wherever the runtime's mounts hold an installed copy, a run sees an empty
+    folder there; a file mounted inside it on purpose (an agent's forwarder) stays."""
+    prefix = tmp_path / "prefix"
+    package = prefix / "lib" / "python3.12" / "site-packages" / "pytest_pdebench"
+    (package / "_bundled" / "cases").mkdir(parents=True)
+    (package / "_bundled" / "cases" / "suite.jsonl").write_text("the answers")
+    (package / "forwarder.py").write_text("# mounted on purpose")
+    (prefix / "lib" / "python3.12" / "site-packages" / "numpy_like").mkdir()
+    sandbox = Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix), prefix,
+                                                     package / "forwarder.py"])
+    result, workdir = run_solver(sandbox, tmp_path, f"""
+        import os
+        def solve(case_spec):
+            seen = {{}}
+            for root, folders, files in os.walk({str(prefix)!r}):
+                seen[root] = sorted(folders + files)
+            open("seen.json", "w").write(__import__("json").dumps(seen))
+            try:
+                open({str(package / "forwarder.py")!r}, "a").write("changed")
+            except OSError as exc:
+                open("write.txt", "w").write(type(exc).__name__)
+    """)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads((workdir / "seen.json").read_text())
+    assert seen[str(package)] == ["forwarder.py"], seen
+    assert "numpy_like" in seen[str(package.parent)]
+    assert (workdir / "write.txt").read_text() == "OSError"
+
+
 def test_memory_limit_stops_a_runaway_allocation(sandbox, tmp_path):
     stray = Path.cwd() / "oom"  # what podman's conmon leaves in its working folder after a memory kill
     was_there = stray.exists()

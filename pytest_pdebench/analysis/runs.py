@@ -39,6 +39,8 @@ ROW_FIELDS = (
     "t_agent",
     "t_base",
     "tau_time",
+    "t_first_run",
+    "t_first_base",
     "timed_runs",
     "alpha_acc",
     "alpha_time",
@@ -176,7 +178,7 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "flags": list(verdict.get("flags") or []),
         "no_verdict": bool(verdict.get("no_verdict")),
     }
-    for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time"):
+    for key in ("error", "e_base", "tau_acc", "t_agent", "t_base", "tau_time", "t_first_run", "t_first_base"):
         row[key] = verdict.get(key)
     for key in ("alpha_acc", "alpha_time", "tau_min", "tau_max"):
         row[key] = alphas.get(key)

@@ -481,6 +481,8 @@ def regate(row: dict, alpha_acc: float, alpha_time: float) -> str | None:
         row["t_agent"],
         tau_acc,
         alpha_time * row["t_base"],
+        row.get("t_first_run"),
+        alpha_time * row["t_first_base"] if row.get("t_first_base") else None,
     )
 
 

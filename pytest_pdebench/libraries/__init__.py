@@ -10,19 +10,13 @@ import functools
 
 from ..containers import ContainerError, image_for
 from .base import (
-    KEPT_KERNEL_STORES,
     OPEN_MPI_SINGLETON_ENV,
-    STORE_IN_USE_SEC,
-    USED_SUFFIX,
     BuildResult,
     PythonTrack,
     Runtime,
     RuntimeMissing,
     Track,
     cache_root,
-    kernel_store_root,
-    least_recently_used,
-    store_name,
     thread_env,
 )
 from .dealii import DealiiTrack
@@ -31,18 +25,12 @@ from .firedrake import FiredrakeTrack
 
 __all__ = [
     "BuildResult",
-    "KEPT_KERNEL_STORES",
     "OPEN_MPI_SINGLETON_ENV",
     "PythonTrack",
     "Runtime",
     "RuntimeMissing",
-    "STORE_IN_USE_SEC",
     "Track",
-    "USED_SUFFIX",
     "cache_root",
-    "kernel_store_root",
-    "least_recently_used",
-    "store_name",
     "thread_env",
     "detect_runtime",
     "get_track",

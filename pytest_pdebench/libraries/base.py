@@ -1,18 +1,13 @@
 """What every track shares: the runtime a track found, a build's result, the ``Track``
-and ``PythonTrack`` bases, the kernel stores' places and names, the environment a run
-gets. The tracks themselves are ``dolfinx.py``, ``firedrake.py`` and ``dealii.py``."""
+and ``PythonTrack`` bases, the environment a run gets. The tracks themselves are
+``dolfinx.py``, ``firedrake.py`` and ``dealii.py``."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
-import secrets
-import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,55 +19,6 @@ from ..sandbox import RunRequest, WarmSpec
 def cache_root() -> Path:
     """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
     return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
-
-
-KEPT_KERNEL_STORES = 256
-STORE_IN_USE_SEC = 3600  # a store used this recently is not evicted (every item marks its store used)
-USED_SUFFIX = ".used"  # <store>.used, beside each store: its last use
-
-
-def kernel_store_root(library: str, runtime: Runtime) -> Path:
-    """Where a track's per-submission kernel stores live. ``kernel-stores-3``: stores of
-    earlier rules (``kernels``, whose folders held anything a run wrote; ``kernel-stores``,
-    which kept markers without their library; ``kernel-stores-2``, whose stores could be
-    evicted while in use and so left half a module) are never read."""
-    return cache_root() / "kernel-stores-3" / f"{library}-{runtime.key}"
-
-
-def least_recently_used(folder: Path) -> list[tuple[Path, float]]:
-    """(store, time of its last use) of the stores in ``folder``, oldest first; one that
-    another worker removes meanwhile is left out (two workers may evict at once)."""
-    found = []
-    for path in folder.iterdir():
-        if path.name.endswith(USED_SUFFIX):
-            continue
-        try:
-            found.append((path, path.with_name(path.name + USED_SUFFIX).stat().st_mtime))
-        except FileNotFoundError:
-            if path.exists():  # a store without its mark: as old as can be
-                found.append((path, 0.0))
-    return sorted(found, key=lambda entry: entry[1])
-
-
-def store_name(submission_fingerprint: str) -> str:
-    """A store's folder name: HMAC-SHA256 of the fingerprint under a key made once per
-    machine (``<cache>/store-key``, readable by its owner only), so the name tells a run
-    nothing about whose store it is."""
-    key_file = cache_root() / "store-key"
-    if not key_file.exists():
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another worker made it meanwhile
-            pass
-        else:
-            with os.fdopen(descriptor, "wb") as out:
-                out.write(secrets.token_bytes(32))
-    key = key_file.read_bytes()
-    while len(key) < 32:  # written by another worker this very moment
-        time.sleep(0.01)
-        key = key_file.read_bytes()
-    return hmac.new(key, submission_fingerprint.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class RuntimeMissing(RuntimeError):
@@ -123,35 +69,11 @@ class Track:
     # which files of a run's cache folder are compiled kernels (see kernel_cache.py);
     # none: nothing a run writes reaches another run
     kernel_rules: tuple[KernelRule, ...] = ()
-    # what one run may add to the store at most (kernel_cache.KernelCache)
+    # what one run may add to the item's store at most (kernel_cache.KernelCache)
     kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
-
-    # keep a submission's kernels across its items and sessions (a family solver used on
-    # 90 cases compiles its forms once); False: one store per item
-    shares_kernels = False
 
     def warm_spec(self, solver_name: str):
         return None  # compiled tracks: nothing to import before the program starts
-
-    def kernel_store(self, runtime: Runtime, submission_fingerprint: str) -> Path | None:
-        """The persistent kernel store of one submission (hash of its files: never shared
-        between submissions) for this runtime version, or None: one store per item. Keeps
-        the KEPT_KERNEL_STORES most recently used. Its folder's name is a keyed hash of the
-        submission's fingerprint (the key is this machine's, ``store_name``): the sandbox's
-        mount table shows the folder, and it must not name the submission."""
-        if not self.shares_kernels:
-            return None
-        folder = kernel_store_root(self.name, runtime)
-        path = folder / store_name(submission_fingerprint)
-        folder.mkdir(parents=True, exist_ok=True)
-        # its last use, beside it (the store's own times are frozen, run_folders.py: a run
-        # sees them): what eviction goes by
-        path.with_name(path.name + USED_SUFFIX).touch()
-        for old, used in least_recently_used(folder)[:-KEPT_KERNEL_STORES]:
-            if used < time.time() - STORE_IN_USE_SEC:  # never one a session may be using
-                shutil.rmtree(old, ignore_errors=True)
-                old.with_name(old.name + USED_SUFFIX).unlink(missing_ok=True)
-        return path
 
     def detect(self) -> Runtime:
         raise NotImplementedError

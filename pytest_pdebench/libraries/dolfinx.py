@@ -28,7 +28,6 @@ class DolfinxTrack(PythonTrack):
     )
     # measured: a gated run of the oracle adds at most N files, M MB (docs/threat-model.md)
     kernel_files_per_run, kernel_bytes_per_run = 64, 32 << 20
-    shares_kernels = True  # FFCx modules are named by the hash of the form: one submission, many items
     install_hint = (
         "Install DOLFINx 0.11 into a Python 3.12 environment with "
         "`pip install dolfinx-solver-real gmsh` (or run `make setup`), and run pytest from that "

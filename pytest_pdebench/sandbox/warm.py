@@ -5,9 +5,10 @@ run is a fork of it that enters the run's own sandbox.
 The sandbox is the fresh process's, built by the same ``BubblewrapBackend.wrap`` with the
 same mounts, limits and environment, around a placeholder process instead of the runner;
 the zygote's fork joins its namespaces and runs the submission there. The timed window is
-the fresh process's too: from the run's marker to the moment the solver has exited (the
-zygote reports it, having reaped the process that waited for it); then the sandbox is
-ended, and with its pid 1 whatever the run left running.
+the fresh process's too: from the run's marker until every process of the run is gone.
+When the zygote reports that the solver has exited, the sandbox is ended, and with its
+pid 1 whatever the run left running; the clock stops once that pid 1 is gone (a child the
+solver left behind cannot write the outputs after the clock stops).
 
 One zygote per runtime and environment, per process; the two most recently used are
 kept. A zygote that dies is started again for the next run; a run it was serving ends
@@ -164,6 +165,21 @@ def _end_sandbox(sandbox: subprocess.Popen) -> None:
         cast(IO[bytes], pipe).close()  # both PIPE (_start_sandbox)
 
 
+def _pidfd(pid: int) -> int | None:
+    """A pidfd on the sandbox's pid 1 (None: no pidfds here, or it is gone already)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_until_gone(pidfd: int | None) -> None:
+    """Until the sandbox's pid 1 has exited: the kernel ends a pid namespace's other
+    processes before its first one's exit is seen, so then nothing of the run is left."""
+    if pidfd is not None and not select.select([pidfd], [], [], KILL_GRACE_SEC)[0]:
+        raise SandboxError(f"the run's sandbox did not end within {KILL_GRACE_SEC:g} s of being killed")
+
+
 def _start_sandbox(backend, request: RunRequest) -> tuple[subprocess.Popen, int]:
     """The run's sandbox around the placeholder, and the host pid of its pid 1."""
     info_read, info_write = os.pipe()
@@ -220,6 +236,7 @@ def run(backend, request: RunRequest) -> RunResult:
         zygote = _zygote_for(request.argv[0], spec, env)
         start = time.perf_counter()
         sandbox, ns_pid = _start_sandbox(backend, request)
+        pidfd = _pidfd(ns_pid)
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, marker
         out = CappedStream(os.fdopen(pipes[0][0], "rb"))
         err = CappedStream(os.fdopen(pipes[1][0], "rb"))
@@ -235,9 +252,15 @@ def run(backend, request: RunRequest) -> RunResult:
                     os.close(write)
             with live_run(lambda: kill_group(sandbox)):
                 reply, timed_out = zygote.wait(limits.timeout_sec, lambda: kill_group(sandbox))
+                # the clock stops when every process of the run is gone, not when the solver
+                # is: a child it left could still write the outputs (issue 46)
+                _end_sandbox(sandbox)
+                _wait_until_gone(pidfd)
             end = time.perf_counter()
         finally:  # also on KeyboardInterrupt: nothing of the run outlives this call
             _end_sandbox(sandbox)
+            if pidfd is not None:
+                os.close(pidfd)
             if reply is None:
                 _forget(zygote)
     for thread in (out, err):

@@ -154,15 +154,24 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 def write_calibration(
-    directory: Path, library: str, records: list[dict], e_base: float, t_base: float, machine: str | None = None
+    directory: Path,
+    library: str,
+    records: list[dict],
+    e_base: float,
+    t_base: float,
+    machine: str | None = None,
+    t_first: float | None = None,
 ) -> Path:
-    """A calibration file for this machine (or the given calibration key) covering the given records."""
+    """A calibration file for this machine (or the given calibration key) covering the given
+    records; ``t_first``: the baseline's first run (None: no first-run gate)."""
     from ..cases import CaseRecord
 
     entries = {}
     for data in records:
         record = CaseRecord.model_validate(data)
         entries[record.id] = {"e_base": e_base, "t_base": t_base, "fingerprint": case_fingerprint(record, library)}
+        if t_first is not None:
+            entries[record.id]["t_first_run"] = t_first
     path = directory / library / f"{machine or machine_key()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cases": entries}))
@@ -195,12 +204,13 @@ def toy_cases(
     nx: int = 20,
     ny: int = 20,
     machine: str | None = None,
+    t_first: float | None = None,
 ) -> tuple[Path, Path]:
     """One poisson_basic copy per solver (its id is the solver's key), calibrated with the
     given baseline (under ``machine``'s key if given); returns (case file, submissions folder)."""
     records = [record_dict(new_id=case_id, nx=nx, ny=ny) for case_id in solvers]
     write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base, machine)
+    write_calibration(tmp_path / "calibrations", library, records, e_base, t_base, machine, t_first)
     folder = tmp_path / "solvers" / library
     folder.mkdir(parents=True)
     suffix = ".cpp" if library == "dealii" else ".py"
