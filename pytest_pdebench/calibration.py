@@ -120,6 +120,7 @@ class ResolvedThresholds:
     factors: dict | None = None  # alpha_acc, alpha_time, tau_min, tau_max: a report re-gates with others
     # the baseline's own first (gated) run, kernels compiled in it; None: not measured
     t_first_base: float | None = None
+    compile_base: float | None = None  # compiled tracks: the baseline's build, not from a cache
 
     @classmethod
     def from_baseline(
@@ -133,6 +134,7 @@ class ResolvedThresholds:
         source: str,
         foreign_machine: bool = False,
         t_first_base: float | None = None,
+        compile_base: float | None = None,
     ) -> ResolvedThresholds:
         return cls(
             e_base,
@@ -143,6 +145,7 @@ class ResolvedThresholds:
             foreign_machine,
             {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max},
             t_first_base or None,
+            compile_base or None,
         )
 
     @property
@@ -207,6 +210,7 @@ class CalibrationStore:
                 *factors,
                 str(self.path(library)),
                 t_first_base=entry.get("t_first_run"),
+                compile_base=entry.get("compile_sec"),
             )
         stored = record.evaluation_metadata.thresholds.get(library)
         if stored and stored.machine.partition("+")[2] == self.runtime_tag(library):

@@ -75,6 +75,9 @@ HARNESS_REVISION = 4  # 3: every timed run judged, sealed runs, neutral folders;
 # a timed run whose processes used more CPU than this many cores' worth over its window
 # (with CORES_SLACK_SEC for the sandbox's own start) is flagged in its verdict
 CORES_FLAG, CORES_SLACK_SEC = 1.2, 0.05
+# a compiled track's build over this many times the baseline's (both not from a cache) is
+# flagged: work moved into compile-time evaluation (constexpr) is never in t_agent
+COMPILE_FLAG = 3.0
 
 
 @dataclass(frozen=True)
@@ -446,7 +449,7 @@ class _Judge:
         e_base = self.thresholds.e_base
         if strict:
             self._check_baseline(e_base, t_base)
-        self._paired_thresholds(e_base, t_base, base.t_first_run)
+        self._paired_thresholds(e_base, t_base, base.t_first_run, None if base.compile_cached else base.compile_sec)
         baseline = cast(dict, self.verdict.baseline)  # set by _pair
         baseline["timed_runs"], baseline["t_base"] = list(base.timed_runs), t_base
 
@@ -463,13 +466,16 @@ class _Judge:
         if problem:
             raise BaselineFailure(f"the paired oracle's baseline cannot set thresholds: {problem}")
 
-    def _paired_thresholds(self, e_base: float, t_base: float, t_first_base: float | None = None) -> None:
+    def _paired_thresholds(
+        self, e_base: float, t_base: float, t_first_base: float | None = None, compile_base: float | None = None
+    ) -> None:
         self.thresholds = ResolvedThresholds.from_baseline(
             e_base,
             t_base,
             *self.settings.alphas.resolve(self.record),
             source="paired oracle",
             t_first_base=t_first_base,
+            compile_base=compile_base,
         )
         verdict, thresholds = self.verdict, self.thresholds
         verdict.e_base, verdict.tau_acc, verdict.calibration = thresholds.e_base, thresholds.tau_acc, thresholds.source
@@ -494,6 +500,18 @@ class _Judge:
             return False
         return True
 
+    def _flag_compile(self, done: Execution) -> None:
+        """A build far slower than the baseline's (neither from a cache) is flagged: it is
+        outside every timed window, so work done at compile time would go uncounted."""
+        base = self.thresholds.compile_base if self.thresholds is not None else None
+        if done.compile_sec is None or done.compile_cached or not base:
+            return
+        if done.compile_sec > COMPILE_FLAG * base:
+            self.verdict.flags.append(
+                f"the build took {done.compile_sec:.1f} s, {done.compile_sec / base:.1f} x the baseline's "
+                f"{base:.1f} s (more than {COMPILE_FLAG:g} x): work done at compile time is not timed"
+            )
+
     def all_gates(self, done: Execution, item_dir: Path) -> None:
         verdict = self.verdict
         verdict.take_facts(done)
@@ -517,6 +535,7 @@ class _Judge:
             raise
         verdict.t_agent = statistics.fmean(verdict.timed_runs)
         self._pair_time(done, strict=inaccurate is None)
+        self._flag_compile(done)
         if inaccurate:
             raise inaccurate
         if self.settings.calibrate:

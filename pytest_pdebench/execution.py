@@ -24,7 +24,7 @@ from .calibration import machine_key
 from .grid import EvalGrid
 from .kernel_cache import Harvest, KernelCache
 from .libraries import detect_runtime, get_track
-from .run_folders import Scratch, freeze_tree, remove_tree
+from .run_folders import Scratch, freeze_tree, remove_tree, tree_bytes
 from .sandbox import RUNNER, Limits, get_backend
 from .sources import Submission
 
@@ -162,7 +162,7 @@ class ItemRun:
             self.track.kernel_bytes_per_run,
         )
         self.kernels.store.mkdir()
-        self.count = 0
+        self.count, self.left_bytes = 0, 0
         self.executable: Path | None = None
         self.harvest: Harvest | None = None
 
@@ -217,9 +217,28 @@ class ItemRun:
         for folder in (self.work, self.cache, self.tmp):
             freeze_tree(folder)
         result = self.backend.run(request)
+        self.left_bytes = tree_bytes(self.work, self.cache, self.tmp)
         if harvest_kernels:
             self.harvest = self.kernels.harvest(self.cache)
         return result, self.work
+
+    def over_cap(self) -> str | None:
+        """Why the last run left too much in its folders, or None: they live in memory, so
+        they count against the run's memory limit (--pde-memory-mb)."""
+        cap = self.task.limits.memory_mb << 20
+        if self.left_bytes <= cap:
+            return None
+        return (
+            f"the run left {self.left_bytes >> 20} MB in its folders, over its memory limit of "
+            f"{cap >> 20} MB (--pde-memory-mb)"
+        )
+
+    def clear(self) -> None:
+        """Free the last run's folders once its outputs are read, before any other run (the
+        other side of a paired item included) starts."""
+        for folder in (self.work, self.cache, self.tmp):
+            if folder.exists():
+                remove_tree(folder)
 
     def cleanup(self) -> None:
         self._scratch.remove()
@@ -307,31 +326,34 @@ class _Side:
         result, workdir = runs.run(harvest_kernels=True)
         done.stdout, done.stderr, done.t_first_run = result.stdout, result.stderr, result.solve_sec
         done.cache_dropped = cast(Harvest, runs.harvest).dropped[:20]  # set by the run above
-        done.run_failure = named(result.failure_reason(), self.task.submission)
-        if done.run_failure:
-            return False
+        done.run_failure = named(result.failure_reason(), self.task.submission) or runs.over_cap()
         try:
+            if done.run_failure:
+                return False
             done.solution, done.meta = read_outputs(self.task, runs.track, workdir)
         except Exception as failure:  # noqa: BLE001 - whatever a reader raises, the item keeps a verdict
             done.output_failure = unreadable(failure)
             return False
+        finally:
+            runs.clear()
         return True
 
     def timed(self, number: int) -> bool:
         """Timed run ``number``; False (and ``timed_failure`` said) if it failed."""
         runs, done = self.runs, self.done
         timed, workdir = runs.run()
-        reason = named(timed.failure_reason(), self.task.submission) or (
-            None if timed.solve_sec is not None else "no start marker"
-        )
-        if reason:
-            done.timed_failure = f"timed run {number} failed: {reason}"
-            return False
+        reason = named(timed.failure_reason(), self.task.submission) or runs.over_cap()
+        reason = reason or (None if timed.solve_sec is not None else "no start marker")
         try:
+            if reason:
+                done.timed_failure = f"timed run {number} failed: {reason}"
+                return False
             solution, meta = read_outputs(self.task, runs.track, workdir)
         except Exception as failure:  # noqa: BLE001 - as the gated run's
             done.timed_failure = f"timed run {number}: {unreadable(failure)}"
             return False
+        finally:
+            runs.clear()
         done.timed_runs.append(timed.solve_sec)
         done.timed_outputs.append(RunOutputs(None if solution == done.solution else solution, meta, timed.cpu_sec))
         return True

@@ -319,6 +319,8 @@ class PdeRun:
                     "t_base": v["t_base"],
                     "t_first_run": v["t_first_run"],
                     "timed_runs": v["timed_runs"],
+                    # compiled tracks: the build, where it was not a cache's (the compile flag's base)
+                    "compile_sec": None if v.get("compile_cached") else v.get("compile_sec"),
                     "fingerprint": v["case_fingerprint"],
                     "solver_info": v["solver_info"],
                     "runtime_version": v["runtime_version"],

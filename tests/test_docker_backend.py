@@ -51,6 +51,30 @@ def test_only_regular_files_inside_the_folder_come_back(tmp_path):
     assert not (tmp_path / "escape.txt").exists()
 
 
+def test_the_copy_out_never_writes_through_a_link(tmp_path):
+    """The host's cache folder holds links into the kernel store: a file the run wrote
+    where a link was, or under a linked folder, lands in the folder, not at the target."""
+    store = tmp_path / "store"
+    (store / "fenics").mkdir(parents=True)
+    kernel = store / "fenics" / "libffcx_forms_x.so"
+    kernel.write_bytes(b"kernel")
+    out = tmp_path / "cache"
+    out.mkdir()
+    (out / "fenics").mkdir()
+    (out / "fenics" / "libffcx_forms_x.so").symlink_to(kernel)
+    (out / "linked").symlink_to(store)
+    stream = archive_of([
+        ("cache", tarfile.DIRTYPE, None),
+        ("cache/fenics/libffcx_forms_x.so", tarfile.REGTYPE, b"overwritten"),
+        ("cache/linked/planted.txt", tarfile.REGTYPE, b"planted"),
+    ])
+    _extract(stream, out, "cache", cap_bytes=1 << 20)
+    assert kernel.read_bytes() == b"kernel" and not (store / "planted.txt").exists()
+    assert not (out / "fenics" / "libffcx_forms_x.so").is_symlink()
+    assert (out / "fenics" / "libffcx_forms_x.so").read_bytes() == b"overwritten"
+    assert (out / "linked").is_dir() and not (out / "linked").is_symlink()
+
+
 def test_a_run_that_writes_too_much_is_stopped(tmp_path):
     stream = archive_of([("work/big.bin", tarfile.REGTYPE, b"0" * (3 << 20))])
     with pytest.raises(SandboxError, match="more than 1 MB"):

@@ -70,3 +70,50 @@ def test_the_installed_command_finds_the_bundled_cases_and_guides(installed, tmp
     done = run(installed / "pdebench", "prompt", CASE, "--library", "dolfinx", cwd=tmp_path)
     guide = (REPO / "guides" / "DOLFINX_GUIDE.md").read_text().splitlines()[0].lstrip("# ").strip()
     assert CASE not in done.stderr and guide in done.stdout
+
+
+# issue 46: a solver that looks for the answer key the wheel carries (the cases, with their
+# manufactured solutions, under pytest_pdebench/_bundled) wherever the run can look, and
+# writes the stored answer when it finds its case there; zeros otherwise
+ANSWER_KEY_SOLVER = """
+import glob, json, os, sys
+import numpy as np
+
+NAMES = {"pi": np.pi, "exp": np.exp, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "tanh": np.tanh, "log": np.log}
+
+
+def solve(case_spec):
+    found = []
+    for root in sorted(set(sys.path) | {sys.prefix, sys.base_prefix, "/usr", "/usr/local"}):
+        for pattern in ("", "lib/python3*/*-packages/"):
+            found += glob.glob(os.path.join(root, pattern + "pytest_pdebench/_bundled/cases/*.jsonl"))
+    grid = case_spec["eval_grid"]
+    x, y = np.linspace(*grid["bbox"][:2], grid["nx"]), np.linspace(*grid["bbox"][2:4], grid["ny"])
+    X, Y = np.meshgrid(x, y)
+    u = np.zeros_like(X)
+    for path in found:
+        for line in open(path):
+            record = json.loads(line)
+            if record["case_spec"]["pde"]["forcing"] == case_spec["pde"]["forcing"]:
+                text = record["evaluation_metadata"]["manufactured_solution"]["u"]
+                u = eval(text, {"x": X, "y": Y, **NAMES})
+    np.savez("solution.npz", u=u, x=x, y=y)
+    json.dump({"wall_time_sec": 0.0, "status": "ok", "solver_info": {"answer_key": sorted(set(found))}},
+              open("meta.json", "w"))
+"""
+
+
+def test_an_installed_plugin_keeps_its_answer_key_out_of_the_runs(installed, tmp_path):
+    project = tmp_path / "project"
+    solvers = project / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "poisson.py").write_text(ANSWER_KEY_SOLVER)
+    done = subprocess.run(
+        [installed / "pytest", "--pde-submissions=solvers", "--pde-library=dolfinx", "-k", CASE,
+         "--json-report", "--json-report-file=report.json", "-p", "no:cacheprovider"],
+        cwd=project, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    tests = json.loads((project / "report.json").read_text())["tests"]
+    verdicts = [t["metadata"]["pde"] for t in tests if t.get("metadata", {}).get("pde")]
+    assert [(v["case_id"], v["outcome"]) for v in verdicts] == [(CASE, "F-Acc")], done.stdout[-3000:]
+    assert verdicts[0]["solver_info"] == {"answer_key": []}

@@ -256,9 +256,16 @@ def test_cpp_probes_get_the_honest_verdict(sandbox, request, tmp_path):
     else:
         request.getfixturevalue("dealii_available")
     probes = cpp_probes(stored_answer(tmp_path / "stored"))
-    cases, submissions = toy_cases(tmp_path, "dealii", {k: v[2] for k, v in probes.items()}, E_BASE, T_BASE, NX, NY,
-                                   machine)
+    fresh = f"// {uuid.uuid4().hex}\n"  # not in the compile cache: session 1 builds them
+    cases, submissions = toy_cases(tmp_path, "dealii", {k: fresh + v[2] for k, v in probes.items()}, E_BASE, T_BASE,
+                                   NX, NY, machine)
     calibrations = f"--pde-calibrations={tmp_path / 'calibrations'}"
+    # issue 46: a baseline that compiled in 0.2 s, so every build not from a cache is far slower
+    calibration_file = next((tmp_path / "calibrations" / "dealii").glob("*.json"))
+    stored = json.loads(calibration_file.read_text())
+    for entry in stored["cases"].values():
+        entry["compile_sec"] = 0.2
+    calibration_file.write_text(json.dumps(stored))
     assert "memo" in probes["cpp_memo"][2] and "recall(u)" in probes["cpp_memo"][2]
     for session in (1, 2):
         done, outcomes = run_track(tmp_path, "dealii", cases, submissions, calibrations, *backend)
@@ -266,6 +273,10 @@ def test_cpp_probes_get_the_honest_verdict(sandbox, request, tmp_path):
             verdict = outcomes[case_id]
             assert (verdict["outcome"], in_words(words, sandbox) in verdict["reason"]) == (outcome, True), \
                 (session, case_id, verdict["reason"], done.stdout[-2000:])
+            built = verdict["compile_sec"] is not None and not verdict["compile_cached"]
+            flagged = any("work done at compile time is not timed" in flag for flag in verdict["flags"])
+            assert flagged == (built and verdict["outcome"] != "F-Exec"), (case_id, verdict["flags"])
+            assert built == (session == 1 and verdict["compile_sec"] is not None), (session, case_id)
 
 
 # --- the parts on their own: no sandbox needed ---
@@ -550,6 +561,16 @@ TWO_CORES = textwrap.dedent("""\
         end = time.process_time() + seconds
         while time.process_time() < end:
             pass
+    # issue 46: a forged end-of-run report ("E" and no CPU used) into every pipe its
+    # parent holds; the CPU count is the kernel's, taken outside the sandbox
+    parent = f"/proc/{os.getppid()}/fd"
+    for name in os.listdir(parent) if os.path.isdir(parent) else []:
+        try:
+            fd = os.open(f"/proc/{os.getppid()}/fd/{name}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"E0.000000" * 40)  # past what the marker reads
+            os.close(fd)
+        except OSError:
+            pass
     child = os.fork()
     if child == 0:
         spin(0.6)
@@ -696,3 +717,22 @@ def test_a_run_cannot_tell_which_run_it_is(runner, dolfinx_available, tmp_path):
         assert secret not in seen, secret
     assert views[0]["cwd"] == "/sandbox/work" and "case_spec.json" in "".join(views[0]["stats"])
     assert not list(Path("/dev/shm").glob("pytest-pdebench-scratch-*/*/view_solver.py"))  # nothing of the item's left behind
+
+
+@pytest.mark.fem
+def test_a_run_that_floods_its_folders_fails(dolfinx_available, tmp_path):
+    """Issue 46: a run's folders live in memory (/dev/shm); what it leaves there counts
+    against its memory limit, and is freed before any other run starts."""
+    body = textwrap.dedent("""\
+        for index in range(6):  # 6 x 100 MB, each file under the file-size limit
+            with open(f"/tmp/flood-{index}", "wb") as out:
+                out.write(bytes(100 << 20))
+        x, y, u = grid(case_spec)
+        write(u, x, y)""")
+    solvers = {"flood": PROBE_PRELUDE + "\ndef solve(case_spec):\n" + textwrap.indent(body, "    ") + "\n"}
+    cases, submissions = toy_cases(tmp_path, "dolfinx", solvers, E_BASE, T_BASE, NX, NY)
+    done, outcomes = run_track(tmp_path, "dolfinx", cases, submissions, f"--pde-calibrations={tmp_path / 'calibrations'}",
+                               "--pde-memory-mb=512")
+    verdict = outcomes["flood"]
+    assert verdict["outcome"] == "F-Exec" and "MB in its folders, over its memory limit of 512 MB" in verdict["reason"], (
+        verdict["reason"], done.stdout[-2000:])

@@ -157,15 +157,35 @@ def _extract(chunks, destination: Path, prefix: str, cap_bytes: int) -> None:
             parts = Path(member.name).parts
             if not parts or parts[0] != prefix or ".." in parts or Path(member.name).is_absolute():
                 continue
-            target = destination.joinpath(*parts[1:])
             if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
+                _real_folder(destination, parts[1:])
             elif member.isfile():
-                target.parent.mkdir(parents=True, exist_ok=True)
+                folder = _real_folder(destination, parts[1:-1])
                 member_file = cast(IO[bytes], archive.extractfile(member))  # a regular file's: never None
-                with member_file as source, target.open("wb") as out:
+                mode = 0o755 if member.mode & 0o100 else 0o644  # a compiled program stays runnable
+                with member_file as source, _new_file(folder / parts[-1], mode) as out:
                     out.write(source.read())
-                target.chmod(0o755 if member.mode & 0o100 else 0o644)  # a compiled program stays runnable
+
+
+def _real_folder(destination: Path, parts) -> Path:
+    """``destination/parts...`` as folders, each made here or found as a real folder: a
+    link on the way (the kernel store's links are in a run's cache folder) is removed and
+    a folder made in its place, so nothing is written through it (issue 46)."""
+    folder = destination
+    for part in parts:
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _new_file(path: Path, mode: int):
+    """A new regular file at ``path``: whatever was there (a link into the kernel store, a
+    stale file) is unlinked first, and the open neither follows a link nor reuses a file."""
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode), "wb")
 
 
 class DockerBackend(Backend):
