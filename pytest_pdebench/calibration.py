@@ -67,6 +67,19 @@ def machine_key() -> str:
     return f"{slug}-{os.cpu_count()}cpu-{memory_gb}gb"
 
 
+# how the kernel store was kept when a baseline's first run was timed: "per-item" (empty for
+# the gated run, issue 46). A first run timed with a store kept across items and sessions
+# (calibrations before it say nothing) found kernels compiled already, and is no base for
+# the first-run gate.
+KERNEL_STORE = "per-item"
+
+
+def first_run_base(entry: dict, file_conditions: dict) -> float | None:
+    """A calibration entry's first run, if it was timed as a gated run is now."""
+    conditions = entry.get("conditions", file_conditions)
+    return entry.get("t_first_run") if conditions.get("kernel_store") == KERNEL_STORE else None
+
+
 def most_common_conditions(entries, fallback: dict) -> dict:
     """The conditions most baselines were measured under (an entry without its own was
     measured under ``fallback``, the file's conditions before entries carried them)."""
@@ -209,7 +222,7 @@ class CalibrationStore:
                 entry["t_base"],
                 *factors,
                 str(self.path(library)),
-                t_first_base=entry.get("t_first_run"),
+                t_first_base=first_run_base(entry, self.conditions(library)),
                 compile_base=entry.get("compile_sec"),
             )
         stored = record.evaluation_metadata.thresholds.get(library)
@@ -308,7 +321,9 @@ def check_baseline(
     return None
 
 
-def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alphas: Alphas) -> Thresholds:
+def materialize(
+    record: CaseRecord, library: str, entry: dict, machine: str, alphas: Alphas, conditions: dict | None = None
+) -> Thresholds:
     resolved = ResolvedThresholds.from_baseline(entry["e_base"], entry["t_base"], *alphas.resolve(record), source="")
     return Thresholds(
         e_base=resolved.e_base,
@@ -317,17 +332,20 @@ def materialize(record: CaseRecord, library: str, entry: dict, machine: str, alp
         tau_time=resolved.tau_time,
         machine=machine,
         calibrated_at=entry.get("calibrated_at"),
-        t_first_base=entry.get("t_first_run") or None,
+        t_first_base=first_run_base(entry, conditions or {}) or None,
     )
 
 
-def materialize_case_files(cases: Path, library: str, calibrations: Path, log=print) -> None:
-    """Write this machine's calibration of ``library`` into the records'
-    ``evaluation_metadata.thresholds`` (``pdebench materialize``, ``calibrate --update-cases``),
-    so that other machines, which have no calibration file of their own, still judge with
-    these baselines (marked as measured elsewhere). Only records whose fingerprint matches
-    their calibration entry change: an edited case never takes a stale baseline along."""
-    store = CalibrationStore(calibrations)
+def materialize_case_files(
+    cases: Path, library: str, calibrations: Path, log=print, machine: str | None = None
+) -> None:
+    """Write this machine's calibration of ``library`` (or that of the machine class
+    ``machine``) into the records' ``evaluation_metadata.thresholds`` (``pdebench
+    materialize``, ``calibrate --update-cases``), so that other machines, which have no
+    calibration file of their own, still judge with these baselines (marked as measured
+    elsewhere). Only records whose fingerprint matches their calibration entry change: an
+    edited case never takes a stale baseline along."""
+    store = CalibrationStore(calibrations, machine)
     entries = store.entries(library)
     for file in case_files(cases):
         records = [record for _, record in iter_case_file(file)]
@@ -336,7 +354,7 @@ def materialize_case_files(cases: Path, library: str, calibrations: Path, log=pr
             entry = entries.get(record.id)
             if entry and entry["fingerprint"] == case_fingerprint(record, library):
                 record.evaluation_metadata.thresholds[library] = materialize(
-                    record, library, entry, store.machine_for(library), Alphas()
+                    record, library, entry, store.machine_for(library), Alphas(), store.conditions(library)
                 )
                 changed += 1
         write_case_file(file, records)

@@ -219,9 +219,26 @@ class Variant(Strict):
     of: str = Field(pattern=r"^[0-9a-f]{16}$")  # record_digest of the published record it varies
 
 
+class SolveOnlyPart(Strict):
+    """The part delta of a manufactured record's solution that only a solve recovers
+    (issue 46; authoring/solve_only.py): the solution is the manufactured u plus delta,
+    which the term ``forcing`` of the record's forcing drives with homogeneous boundary and
+    initial data. delta is stored on the evaluation grid at t_end (``path``, relative to the
+    case file's folder; evaluator-only, never mounted into a run), per component."""
+
+    forcing: ExpressionOrVector
+    path: str
+    digest: str = Field(pattern=r"^[0-9a-f]{16}$")  # of the stored arrays
+    share: float = Field(gt=0)  # ||delta|| / ||u|| (the manufactured one) on the grid at t_end
+    miss: float = Field(gt=0)  # the evaluator's error of the manufactured u against u + delta
+    reference_error: float = Field(ge=0)  # ||delta at level 1 - at level 2|| / ||u + delta||
+    build: dict[str, Any] = Field(default_factory=dict)  # how it was built (levels, scale, the checks' figures)
+
+
 class EvaluationMetadata(Strict):
     construction_method: Literal[CONSTRUCTION_METHODS]  # type: ignore[valid-type]  # (see Family)
     manufactured_solution: dict[str, ExpressionOrVector] | None = None
+    solve_only: SolveOnlyPart | None = None  # manufactured records: the part no text gives
     reference_config: dict[str, Any] | None = None
     calibration_config: CalibrationConfig | None = None
     reference_path: str | None = None

@@ -112,7 +112,7 @@ def _calibrate(args) -> int:
 
 
 def _materialize(args) -> int:
-    materialize_case_files(Path(args.cases), args.library, Path(args.calibrations))
+    materialize_case_files(Path(args.cases), args.library, Path(args.calibrations), machine=args.machine)
     return 0
 
 
@@ -212,6 +212,20 @@ def _build_references(args) -> int:
     kept, tried = build_references(Path(args.cases), Path(args.oracle), args.family, args.rebuild, log=say)
     print(f"kept {kept} of {tried}; discarded: {tried - kept}")
     return 0 if kept == tried else 1
+
+
+def _build_solve_only(args) -> int:
+    from .authoring.solve_only import assemble, build_parts
+
+    out = Path(args.out)
+    if not args.assemble:
+        index, count = (int(n) for n in args.shard.split("/"))
+        kept, tried = build_parts(Path(args.cases), out, Path(args.oracle), args.family, (index - 1, count), log=say)
+        print(f"kept {kept} of {tried}")
+    replaced, missing = assemble(Path(args.cases), out, log=say)
+    for line in missing:
+        print(f"  without a part: {line}")
+    return 0 if not missing else 1
 
 
 def _build_suite(args) -> int:
@@ -423,6 +437,9 @@ def _parser() -> argparse.ArgumentParser:
     materialize.add_argument("--library", default="dolfinx")
     materialize.add_argument("--cases", default="cases")
     materialize.add_argument("--calibrations", default="calibrations")
+    materialize.add_argument(
+        "--machine", help="the machine class whose calibration file to write (default: this machine's)"
+    )
 
     table = _command(
         commands, "table", "outcome table of a pytest JSON report, per library", _table, report=JSON_REPORT
@@ -576,6 +593,21 @@ def _parser() -> argparse.ArgumentParser:
     references.add_argument("--oracle", default=_shipped("submissions/oracle/dolfinx"))
     references.add_argument("--family", action="append", help="only these families (repeatable)")
     references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
+
+    solve_only = _command(
+        commands,
+        "build-solve-only",
+        "give manufactured records a part of their solution only a solve recovers (needs DOLFINx)",
+        _build_solve_only,
+        cases=CASES_ARGUMENT,
+        oracle=ORACLE,
+    )
+    solve_only.add_argument("cases")
+    solve_only.add_argument("--out", required=True, help="folder for the parts, the references and suite.jsonl")
+    solve_only.add_argument("--oracle", default=_shipped("submissions/oracle/dolfinx"))
+    solve_only.add_argument("--family", action="append", help="only these families (repeatable)")
+    solve_only.add_argument("--shard", default="1/1", help="I/N: every N-th record from the I-th (two processes)")
+    solve_only.add_argument("--assemble", action="store_true", help="only write OUT/suite.jsonl from the parts")
 
     prompt = _command(
         commands, "prompt", "print the prompt a model gets for a case", _prompt, cases=CASES_OPTION, guides=GUIDES

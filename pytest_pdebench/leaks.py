@@ -35,7 +35,7 @@ from tabulate import tabulate
 from . import expressions, metrics
 from .cases import CaseRecord, load_cases
 from .grid import EvalGrid, valid_mask
-from .reference import exact_array, reference_fields
+from .reference import exact_array, reference_fields, solve_only_part, with_part
 
 LEAK_DISTANCE = 0.3
 INITIAL_CHANGE_FLOOR = 0.5
@@ -53,6 +53,7 @@ class GridSample:
     edge: np.ndarray  # (N,) bool
     t0: float
     t_end: float
+    part: np.ndarray | None = None  # (N, c): the solution's solve-only part at t_end, where it has one
 
     @classmethod
     def of(cls, case_spec: dict) -> GridSample:
@@ -61,6 +62,18 @@ class GridSample:
         time = case_spec["pde"].get("time")
         t0, t_end = (time.get("t0", 0.0), time["t_end"]) if time else (0.0, 0.0)
         return cls(grid.points()[valid.ravel()], edge_mask(valid)[valid], float(t0), float(t_end))
+
+    @classmethod
+    def of_record(cls, record: CaseRecord, case_dir: Path | None = None) -> GridSample:
+        """The record's sample, with its solve-only part (read from ``case_dir``) if any."""
+        spec = record.case_spec_dict()
+        sample = cls.of(spec)
+        grid = EvalGrid.from_spec(spec["eval_grid"])
+        part = solve_only_part(record, grid, case_dir)
+        if part is None:
+            return sample
+        flat = part.reshape(-1, part.shape[-1])[valid_mask(spec, grid).ravel()]
+        return cls(sample.points, sample.edge, sample.t0, sample.t_end, flat)
 
 
 def edge_mask(valid: np.ndarray) -> np.ndarray:
@@ -129,8 +142,12 @@ def field_values(value, points: np.ndarray, when: float) -> np.ndarray:
 
 
 def exact_columns(record: CaseRecord, sample: GridSample, when: float) -> list[np.ndarray]:
-
-    return [exact_array(record, name, sample.points, when) for name in record.case_spec.output.arrays]
+    """The solution's output columns at the sample's points: the manufactured one, plus its
+    solve-only part at t_end (it is zero at t0, and known on the grid at t_end only)."""
+    names = record.case_spec.output.arrays
+    if sample.part is not None and when == sample.t_end:
+        return [with_part(record, name, sample.points, when, sample.part) for name in names]
+    return [exact_array(record, name, sample.points, when) for name in names]
 
 
 def _constant(value) -> bool:
@@ -165,7 +182,7 @@ def manufactured(record: CaseRecord) -> bool:
 
 def field_distances(record: CaseRecord, sample: GridSample | None = None) -> list[tuple[str, str, Distance]]:
     """(location, output array, distance) for every visible field and output column."""
-    sample = sample or GridSample.of(record.case_spec_dict())
+    sample = sample or GridSample.of_record(record)
     names = record.case_spec.output.arrays
     targets = exact_columns(record, sample, sample.t_end)
     out = []
@@ -189,7 +206,7 @@ def initial_change(record: CaseRecord, sample: GridSample | None = None) -> floa
     """||u(t0) - u(t_end)|| / ||u(t_end)|| on the grid; None for a steady case."""
     if record.case_spec.pde.time is None:
         return None
-    sample = sample or GridSample.of(record.case_spec_dict())
+    sample = sample or GridSample.of_record(record)
     return relative_gap(exact_columns(record, sample, sample.t0), exact_columns(record, sample, sample.t_end))
 
 
@@ -198,11 +215,12 @@ def initial_change_needed(record: CaseRecord) -> float:
     return INITIAL_CHANGE_ALPHA * max(taus) if taus else INITIAL_CHANGE_FLOOR
 
 
-def leak_problems(record: CaseRecord) -> list[str]:
-    """What gives the answer away in a manufactured record (empty: nothing)."""
+def leak_problems(record: CaseRecord, case_dir: Path | None = None) -> list[str]:
+    """What gives the answer away in a manufactured record (empty: nothing); ``case_dir``:
+    where its solve-only part is stored, if it has one."""
     if not manufactured(record):
         return []
-    sample = GridSample.of(record.case_spec_dict())
+    sample = GridSample.of_record(record, case_dir)
     problems = [
         f"{where} is {d.smallest:.0%} from the exact {name} at t_end "
         f"(as is {d.raw:.0%}, edge-scaled {d.edge_scaled:.0%}, best multiple {d.best_scaled:.0%}; "
@@ -222,13 +240,13 @@ def leak_problems(record: CaseRecord) -> list[str]:
 DISHONEST_SOLVERS = ("boundary data", "scaled forcing", "initial condition")
 
 
-def dishonest_errors(record: CaseRecord) -> dict[str, float]:
+def dishonest_errors(record: CaseRecord, case_dir: Path | None = None) -> dict[str, float]:
     """The evaluator's error of each solver that solves nothing (where it applies):
     the Dirichlet data evaluated everywhere (the best of its conditions), the forcing
     times the constant that fits it to the solution on the points next to the edge,
     the initial condition."""
     spec = record.case_spec
-    sample = GridSample.of(record.case_spec_dict())
+    sample = GridSample.of_record(record, case_dir)
     names = spec.output.arrays
     target = exact_columns(record, sample, sample.t_end)
     errors: dict[str, float] = {}
@@ -262,7 +280,7 @@ def rung_errors(record: CaseRecord, case_dir=None) -> dict[str, float]:
     ``dishonest_errors`` (manufactured records), zeros, and the reference itself with 1%
     relative Gaussian noise on every point (seeded by the case id)."""
 
-    errors = dishonest_errors(record) if manufactured(record) else {}
+    errors = dishonest_errors(record, case_dir) if manufactured(record) else {}
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
     valid = valid_mask(spec, grid)
@@ -292,7 +310,7 @@ def leak_audit(cases: Path, library: str, fmt: str = "simple") -> str:
         tau = thresholds.tau_acc if thresholds else LEAK_DISTANCE
         for solver, error in rung_errors(record, path.parent).items():
             row[solver] += error <= tau
-        row["leaking"] += bool(leak_problems(record))
+        row["leaking"] += bool(leak_problems(record, path.parent))
     columns = ["records", "manufactured", *RUNGS, "leaking"]
     total = sum(counts.values(), Counter())
     rows = [[family, *(row[c] for c in columns)] for family, row in sorted(counts.items())]

@@ -1,8 +1,9 @@
 """The reference field u_GT of a case on its evaluation grid (evaluator-only).
 
 Manufactured-solution cases evaluate the exact solution at the final time (or t=0 for
-steady problems); numerical-reference cases load a stored array file named by
-``evaluation_metadata.reference_path``, relative to the case file's folder.
+steady problems), plus the stored part only a solve recovers where the record has one
+(``evaluation_metadata.solve_only``); numerical-reference cases load a stored array file
+named by ``evaluation_metadata.reference_path``, relative to the case file's folder.
 """
 
 from __future__ import annotations
@@ -45,13 +46,52 @@ def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) 
     )
 
 
+def solve_only_part(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray | None:
+    """delta, the part of a manufactured solution only a solve recovers, on the grid at
+    t_end: components stacked on the last axis (None: the record has none)."""
+    part = record.evaluation_metadata.solve_only
+    if part is None:
+        return None
+    path = Path(case_dir or ".") / part.path
+    if not path.is_file():
+        raise ReferenceError(f"case {record.id}: the solve-only part's file {path} is missing")
+    with np.load(path) as data:
+        names = sorted(data.files)
+        columns = [np.asarray(data[name], dtype=float) for name in names]
+    if any(c.shape != grid.shape for c in columns):
+        raise ReferenceError(
+            f"case {record.id}: the solve-only part in {path} does not have the grid shape {grid.shape}"
+        )
+    return np.stack(columns, axis=-1)
+
+
+def with_part(record: CaseRecord, name: str, points: np.ndarray, when: float, part: np.ndarray) -> np.ndarray:
+    """Output array ``name`` of the manufactured solution plus ``part`` (N, c) at ``points``:
+    a scalar plus its one column, a component plus its column, a magnitude of the sum."""
+    exact = (record.evaluation_metadata.manufactured_solution or {})["u"]
+    if not isinstance(exact, list):
+        return expressions.evaluate(exact, points, when) + part[:, 0]
+    vector = expressions.evaluate_vector(exact, points, when) + part
+    suffix = name.rpartition("_")[2]
+    if suffix in COMPONENT_SUFFIXES and not name.endswith(("_magnitude", "_mag")):
+        return vector[:, COMPONENT_SUFFIXES[suffix]]
+    if name.endswith(("_magnitude", "_mag")) or name == "u":
+        return np.linalg.norm(vector, axis=1)
+    raise ReferenceError(f"case {record.id}: no output array {name!r} from a solution with a solve-only part")
+
+
 def reference_fields(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray:
     """Reference components stacked on the last axis: shape grid.shape + (c,)."""
     names = record.case_spec.output.arrays
     meta = record.evaluation_metadata
     if meta.construction_method == "manufactured_solution":
         points, when = grid.points(), final_time(record)
-        columns = [exact_array(record, name, points, when).reshape(grid.shape) for name in names]
+        part = solve_only_part(record, grid, case_dir)
+        if part is not None:
+            flat = part.reshape(-1, part.shape[-1])
+            columns = [with_part(record, name, points, when, flat).reshape(grid.shape) for name in names]
+        else:
+            columns = [exact_array(record, name, points, when).reshape(grid.shape) for name in names]
         return np.stack(columns, axis=-1)
     if not meta.reference_path:
         raise ReferenceError(f"case {record.id}: no reference_path for its numerical reference")

@@ -20,7 +20,7 @@ import pytest
 
 from .attempts import run_attempts
 from .bundled import bundled
-from .calibration import Alphas, CalibrationStore, machine_key, now_iso
+from .calibration import KERNEL_STORE, Alphas, CalibrationStore, machine_key, now_iso
 from .cases import LIBRARIES, CaseRecord
 from .containers import image_digest
 from .evaluation import VERDICT_FILE, BaselineFailure, Settings, Verdict, evaluate
@@ -376,6 +376,7 @@ class PdeRun:
             "runs": self.settings.runs,
             "sandbox": self.settings.sandbox,
             "runner": self.settings.runner_for(library),
+            "kernel_store": KERNEL_STORE,  # first runs timed so are the first-run gate's base
         }
 
     def speed_probe_sec(self) -> float:

@@ -249,7 +249,7 @@ def check_manufactured_solution(record: CaseRecord) -> str | None:
     return None
 
 
-def check_leaks(record: CaseRecord) -> str | None:
+def check_leaks(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     """No agent-visible data field (or a multiple of it) is the answer, and returning the
     initial condition fails by far (leaks.py). Every record must be built under these
     rules (data_revision 2); only the starter suite's smoke case is exempt."""
@@ -262,7 +262,7 @@ def check_leaks(record: CaseRecord) -> str | None:
             "evaluation_metadata.data_revision is missing or < 2: the record predates the rule that its "
             "data must not give the answer away; rebuild it (pdebench build-suite / import-upstream)"
         )
-    problems = leak_problems(record)
+    problems = leak_problems(record, case_dir)
     return "; ".join(problems) if problems else None
 
 
@@ -285,6 +285,37 @@ def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | N
         path = Path(case_dir or ".") / meta.reference_path
         if not path.is_file():
             return f"reference file {path} is missing"
+    return check_solve_only(record, case_dir)
+
+
+SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this many tau_acc
+
+
+def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
+    """A solve-only part (authoring/solve_only.py) is stored as built (its digest), has the
+    grid's shape, and is large enough that the manufactured u, which the data's text may
+    give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc."""
+    import hashlib
+
+    import numpy as np
+
+    part = record.evaluation_metadata.solve_only
+    if part is None:
+        return None
+    path = Path(case_dir or ".") / part.path
+    if not path.is_file():
+        return f"the solve-only part's file {path} is missing"
+    with np.load(path) as data:
+        arrays = [np.asarray(data[name]) for name in sorted(data.files)]
+    digest = hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest()[:16]  # as stored
+    if digest != part.digest:
+        return f"the solve-only part in {path} is not the one built (digest {digest}, record {part.digest})"
+    taus = {library: t.tau_acc for library, t in record.evaluation_metadata.thresholds.items()}
+    small = {library: tau for library, tau in taus.items() if part.share < SOLVE_ONLY_TAUS * tau}
+    if small:
+        return f"the solve-only part is {part.share:.2g} of u, under {SOLVE_ONLY_TAUS:g} x tau_acc on " + ", ".join(
+            f"{library} ({SOLVE_ONLY_TAUS * tau:.2g})" for library, tau in sorted(small.items())
+        )
     return None
 
 
@@ -317,7 +348,7 @@ def static_problems(record: CaseRecord, case_dir: Path | None = None) -> list[st
     """``check: problem`` for every static check the record fails."""
     problems = []
     for name, check in STATIC_CHECKS.items():
-        problem = check(record, case_dir) if check is check_reference else check(record)
+        problem = check(record, case_dir) if check in (check_reference, check_leaks) else check(record)
         if problem:
             problems.append(f"{name}: {problem}")
     return problems

@@ -163,13 +163,23 @@ def test_update_cases_materializes_thresholds_into_records(tmp_path):
     data = record_dict()
     write_jsonl(tmp_path / "cases.jsonl", [data, record_dict(new_id="uncalibrated")])
     store = CalibrationStore(tmp_path / "calibrations")
-    store.write("dolfinx", {"poisson_basic": {"e_base": 2e-5, "t_base": 0.4, "calibrated_at": "2026-01-01",
-                                              "fingerprint": case_fingerprint(CaseRecord.model_validate(data), "dolfinx")}})
+    fingerprint = case_fingerprint(CaseRecord.model_validate(data), "dolfinx")
+    entry = {"e_base": 2e-5, "t_base": 0.4, "calibrated_at": "2026-01-01", "t_first_run": 0.9, "fingerprint": fingerprint}
+    store.write("dolfinx", {"poisson_basic": entry})  # a first run timed with a kept store: no base
+    record = CaseRecord.model_validate(data)
+    assert store.thresholds(record, "dolfinx", Alphas()).tau_first is None
+    store = CalibrationStore(tmp_path / "calibrations")
+    store.write("dolfinx", {"poisson_basic": entry}, conditions={"kernel_store": "per-item"})
+    assert store.thresholds(record, "dolfinx", Alphas()).tau_first == pytest.approx(2.7)  # the first-run gate's
     materialize_case_files(tmp_path / "cases.jsonl", "dolfinx", tmp_path / "calibrations")
     records = {r.id: r for _, _, r in load_cases(tmp_path / "cases.jsonl")}
     stored = records["poisson_basic"].evaluation_metadata.thresholds["dolfinx"]
     assert (stored.tau_acc, stored.tau_time, stored.machine) == (pytest.approx(2e-4), pytest.approx(1.2), machine_key())
+    assert stored.t_first_base == 0.9  # another machine judges its first run by it
     assert records["uncalibrated"].evaluation_metadata.thresholds == {}
+    other = CalibrationStore(tmp_path / "elsewhere", machine="another-machine")
+    foreign = other.thresholds(records["poisson_basic"], "dolfinx", Alphas())
+    assert foreign.foreign_machine and foreign.tau_first == pytest.approx(2.7)
 
 
 @pytest.mark.usefixtures("dolfinx_available")

@@ -234,3 +234,24 @@ def test_binary_outputs_become_solution_npz(tmp_path):
         gates.read_solution_file(tmp_path, ["u_x", "u_y"], grid, binary_outputs=True)
     with pytest.raises(gates.GateFailure, match="solution.npz is missing"):
         gates.read_solution_file(tmp_path, ["u_x", "u_y"], grid, binary_outputs=False)
+
+
+# --- the first-run gate (issue 46), as functions ---
+
+
+def test_the_first_run_gate_holds_the_gated_run_to_alpha_time_times_the_baselines_first_run():
+    from pytest_pdebench.calibration import ResolvedThresholds
+    from pytest_pdebench.gates import GateFailure, first_run_gate, outcome_under
+
+    thresholds = ResolvedThresholds.from_baseline(1e-4, 0.5, 10.0, 3.0, 1e-6, 8e-3, "test", t_first_base=0.8)
+    assert thresholds.tau_first == pytest.approx(2.4) and thresholds.tau_time == pytest.approx(1.5)
+    first_run_gate(2.3, thresholds.tau_first)  # within: nothing raised
+    first_run_gate(9.9, None)  # no first run measured for the baseline: no gate
+    with pytest.raises(GateFailure) as failure:
+        first_run_gate(2.5, thresholds.tau_first)
+    assert failure.value.outcome == "F-Time" and "first run 2.5 s > tau_first 2.4 s" in failure.value.reason
+    # re-gating stored numbers: a quick t_agent does not save a slow first run
+    assert outcome_under("PASS", 1e-5, [1e-5], None, 0.1, 1e-3, 1.5, 2.5, 2.4) == "F-Time"
+    assert outcome_under("PASS", 1e-5, [1e-5], None, 0.1, 1e-3, 1.5, 2.3, 2.4) == "PASS"
+    assert outcome_under("PASS", 1e-5, [1e-5], None, 0.1, 1e-3, 1.5) == "PASS"
+    assert ResolvedThresholds.from_baseline(1e-4, 0.5, 10.0, 3.0, 1e-6, 8e-3, "test").tau_first is None

@@ -1,0 +1,429 @@
+"""A part of the solution that only a solve recovers (issue 46).
+
+A manufactured record's data are written from its exact solution u_m: the forcing is
+L(u_m), the boundary data carry u_m's trace. Whatever the data are made of, u_m is then
+within reach of rewriting their text, or of a least-squares fit in the span of their
+functions (the operator maps the designs' exponentials, trigonometric products and
+Gaussians to combinations of the same functions). So the forcing gets one more term,
+s * F, with F a smooth field of oblique waves drawn from the case id, and nothing else
+changes: the boundary and initial data still carry u_m, which now misses the solution by
+the part delta that F drives,
+
+    L(delta) = s * F  in the domain,  homogeneous data on the boundary,  delta(t0) = 0,
+
+whose closed form no one has (F's own functions solve the equation in the domain but not
+the boundary conditions; the correction is the solve). The solution is u = u_m + delta.
+
+- Linear families: delta = s * delta_1, where delta_1 solves the problem above with F;
+  delta_1 is computed by the oracle at its reference grade (1/2, 1 and 2 times it, as the
+  numerical references are: refinement.py). s is as large as keeps the calibration
+  baseline's error within RATIO_BUDGET of what it was (the baseline is run on delta_1 to
+  price it), but no less than makes u_m miss the output arrays by MIN_TAUS x tau_acc,
+  and no more than MAX_SHARE of u_m. The reference is u_m, exact, plus delta on the grid.
+- Nonlinear families (Burgers, Navier-Stokes, reaction-diffusion with a nonlinear
+  reaction): no superposition; the whole perturbed problem is solved at the three levels
+  (s from a first solve, at the smallest share) and delta is the finest field less u_m.
+
+A part is kept only if the levels refine the discretization, converge (g12 < g01), and the
+estimate of its own error (level 1 against level 2) is at most REFERENCE_SHARE x tau_acc.
+
+delta is stored on the evaluation grid (float32, ``references/<id>.solve_only.npz``,
+evaluator-only: never mounted into a run), per component for vector fields, and the record
+notes the added forcing term in ``evaluation_metadata.solve_only`` (the static checks
+subtract it).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from ..cases import CaseRecord, ExpressionOrVector, SolveOnlyPart
+from ..domains import resolve_geometry
+from ..expressions import expression_to_string, parse_expression, x, y, z
+from ..expressions import u as U
+from ..grid import EvalGrid, valid_mask
+from .refinement import run_baseline, run_oracle
+
+# how large delta is (||delta|| / ||u_m|| on the grid at t_end): large enough that u_m, which
+# the text may give, misses the solution's output arrays by MIN_TAUS x the largest tau_acc
+# of the record's libraries (the static check asks for 5), at most MAX_SHARE; within that,
+# as large as keeps the calibration baseline's error within RATIO_BUDGET of what it was
+# (the difficulty holds)
+MIN_TAUS, MAX_SHARE, RATIO_BUDGET = 6.0, 0.15, 1.1
+DEFAULT_TAU = 8e-3  # a record without thresholds: tau_max
+REFERENCE_SHARE = 0.1  # the stored delta's error estimate: at most this share of tau_acc
+ROUNDING = 1e-10
+LEVELS = (0.5, 1.0, 2.0)
+NONLINEAR = ("burgers", "navier_stokes")
+VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
+COORDS = (x, y, z)
+WAVES = 2  # oblique waves in F
+
+
+def case_rng(case_id: str, purpose: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{case_id}:{purpose}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _number(value: float) -> sp.Float:
+    return sp.Float(f"{value:.3g}")
+
+
+def _scale(value: float) -> float:
+    """``value`` rounded up to three significant digits, as the record's text has it (up: a
+    share at its smallest stays there)."""
+    step = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return float(sp.Float(f"{math.ceil(value / step - 1e-9) * step:.3g}"))
+
+
+def oblique_waves(rng: np.random.Generator, geometry) -> sp.Expr:
+    """WAVES cosines of whole periods across the bounding box (so periodic directions stay
+    periodic), each along its own direction, with random phases; no constant or linear part
+    (those a polynomial fit would find)."""
+    field = sp.Integer(0)
+    for _ in range(WAVES):
+        argument = _number(rng.uniform(0, 2 * math.pi))
+        for axis in range(geometry.dim):
+            length = geometry.bbox[2 * axis + 1] - geometry.bbox[2 * axis]
+            periods = int(rng.integers(1, 3)) * int(rng.choice([-1, 1]))
+            argument += 2 * sp.pi * periods * COORDS[axis] / _number(length)
+        field += _number(rng.uniform(0.5, 1.0)) * sp.cos(argument)
+    return field
+
+
+def nonlinear(record: CaseRecord) -> bool:
+    if record.family in NONLINEAR:
+        return True
+    if record.family == "reaction_diffusion":
+        reaction = parse_expression(str(record.case_spec.pde.params.get("reaction", "0")), allow=("u",))
+        return sp.simplify(sp.diff(reaction, U, 2)) != 0
+    return False
+
+
+def driving_field(record: CaseRecord) -> sp.Expr | list[sp.Expr]:
+    """F: a scalar field, or for flows the curl of one (divergence free: the pressure does
+    not take it up), for elasticity one per component."""
+    geometry = resolve_geometry(record.case_spec_dict()["domain"])
+    rng = case_rng(record.id, "solve-only")
+    if record.family in ("stokes", "navier_stokes"):
+        psi = oblique_waves(rng, geometry)
+        curl = [sp.diff(psi, y), -sp.diff(psi, x)]
+        return curl + [sp.Integer(0)] * (geometry.dim - 2)
+    if record.family == "linear_elasticity":
+        return [oblique_waves(rng, geometry) for _ in range(geometry.dim)]
+    return oblique_waves(rng, geometry)
+
+
+def _zero_like(value):
+    return ["0"] * len(value) if isinstance(value, list) else "0"
+
+
+def _components(record: CaseRecord) -> list[str]:
+    dim = 3 if record.case_spec.eval_grid.nz else 2
+    return [f"u_{axis}" for axis in "xyz"[:dim]] if record.family in VECTOR else ["u"]
+
+
+def _as_text(field) -> ExpressionOrVector:
+    return [expression_to_string(c) for c in field] if isinstance(field, list) else expression_to_string(field)
+
+
+def _plus(forcing, extra):
+    """The forcing with ``extra`` added (record texts; vectors component by component)."""
+    if isinstance(forcing, list):
+        return [expression_to_string(parse_expression(f) + e) for f, e in zip(forcing, extra)]
+    return expression_to_string(parse_expression(forcing) + extra)
+
+
+def homogeneous_spec(record: CaseRecord, field) -> dict:
+    """The problem delta_1 solves: forcing F, every boundary and initial datum zero; vector
+    fields asked for component by component."""
+    spec = copy.deepcopy(record.case_spec_dict())
+    spec["pde"]["forcing"] = {"type": "expression", "value": _as_text(field)}
+    for kind in ("dirichlet", "neumann", "robin", "laplacian"):
+        conditions = spec["bc"].get(kind)
+        for condition in conditions if isinstance(conditions, list) else [conditions] if conditions else []:
+            condition["value"] = _zero_like(condition["value"])
+    for key in ("value", "velocity"):
+        if spec.get("ic") and key in spec["ic"]:
+            spec["ic"][key] = _zero_like(spec["ic"][key])
+    spec["output"] = {"format": "npz", "components": _components(record)}
+    return spec
+
+
+def perturbed_spec(record: CaseRecord, field, scale: float) -> dict:
+    """The record's own problem with s * F added to its forcing, components asked for."""
+    spec = copy.deepcopy(record.case_spec_dict())
+    extra = [_number(scale) * c for c in field] if isinstance(field, list) else _number(scale) * field
+    spec["pde"]["forcing"]["value"] = _plus(spec["pde"]["forcing"]["value"], extra)
+    spec["output"] = {"format": "npz", "components": _components(record)}
+    return spec
+
+
+def exact_components(record: CaseRecord, grid: EvalGrid) -> np.ndarray:
+    """u_m on the grid at t_end, components stacked on the last axis."""
+    from ..expressions import evaluate  # the record's manufactured solution
+
+    solution = (record.evaluation_metadata.manufactured_solution or {})["u"]
+    time_ = record.case_spec.pde.time
+    when = time_.t_end if time_ else 0.0
+    values = [evaluate(c, grid.points(), when) for c in (solution if isinstance(solution, list) else [solution])]
+    return np.stack([v.reshape(grid.shape) for v in values], axis=-1)
+
+
+@dataclass
+class SolveOnlyOutcome:
+    case_id: str
+    kept: bool
+    reason: str
+    share: float | None = None  # ||delta|| / ||u_m||, as built
+    reference_error: float | None = None  # ||delta at level 1 - at level 2|| / ||u||
+    predicted_ratio: float | None = None  # the calibration baseline's error with delta over without
+    miss: float | None = None  # the evaluator's error of u_m against u_m + delta
+    seconds: float = 0.0
+
+
+def _norm(field: np.ndarray, valid: np.ndarray) -> float:
+    return float(np.linalg.norm(field[valid]))
+
+
+def outputs(record: CaseRecord, components: np.ndarray) -> np.ndarray:
+    """The record's output arrays from a field's components (grid shape + (c,)): the scalar,
+    a component, or the magnitude."""
+    columns = []
+    for name in record.case_spec.output.arrays:
+        suffix = name.rpartition("_")[2]
+        if components.shape[-1] == 1:
+            columns.append(components[..., 0])
+        elif suffix in ("x", "y", "z") and not name.endswith(("_magnitude", "_mag")):
+            columns.append(components[..., "xyz".index(suffix)])
+        else:
+            columns.append(np.linalg.norm(components, axis=-1))
+    return np.stack(columns, axis=-1)
+
+
+def output_miss(record: CaseRecord, exact: np.ndarray, delta: np.ndarray, valid: np.ndarray) -> float:
+    """How far u_m's output arrays are from those of u_m + delta: the evaluator's error of a
+    solver that writes u_m."""
+    target = outputs(record, exact + delta)
+    return _norm(outputs(record, exact) - target, valid) / max(_norm(target, valid), 1e-300)
+
+
+def share_bounds(record: CaseRecord) -> tuple[float, float]:
+    """(the smallest share, the largest): MIN_TAUS x the largest tau_acc of the record's
+    libraries, so that u_m alone fails every track by far, and MAX_SHARE."""
+    taus = [t.tau_acc for t in record.evaluation_metadata.thresholds.values()] or [DEFAULT_TAU]
+    return min(MIN_TAUS * max(taus), MAX_SHARE), MAX_SHARE
+
+
+def linear_part(
+    record: CaseRecord, oracle_dir: Path, field, valid, exact
+) -> tuple[list[np.ndarray], float, float, list]:
+    """delta at the three levels and the predicted ratio: delta_1 (F drives it) scaled so
+    that the calibration baseline's error grows by at most RATIO_BUDGET, within the share's
+    bounds."""
+    names = _components(record)
+    spec = homogeneous_spec(record, field)
+    runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in LEVELS]
+    parts = [part for part, _ in runs]
+    fine = parts[-1]
+    smallest, largest = share_bounds(record)
+    setting = _setting(record)
+    if setting is not None:  # what the baseline makes of delta_1: the share it can carry
+        baseline = run_baseline(oracle_dir, record.family, spec, names, setting)
+        r_delta = _norm(baseline - fine, valid) / max(_norm(fine, valid), 1e-300)
+        e_base = record.evaluation_metadata.thresholds["dolfinx"].e_base
+        affordable = math.sqrt(RATIO_BUDGET**2 - 1) * e_base / max(r_delta, 1e-300)
+        share = min(max(affordable, smallest), largest)
+        ratio = math.sqrt(1 + (share * r_delta / max(e_base, 1e-300)) ** 2)
+    else:
+        share, ratio = smallest, math.nan
+    scale = share * _norm(exact, valid) / max(_norm(fine, valid), 1e-300)
+    miss = output_miss(record, exact, scale * fine, valid)  # a magnitude hides part of delta
+    if miss < smallest:
+        scale *= smallest / max(miss, 1e-300)
+    scale = _scale(scale)  # as the text has it
+    return [scale * part for part in parts], scale, ratio, [info.get("num_dofs") for _, info in runs]
+
+
+def nonlinear_part(
+    record: CaseRecord, oracle_dir: Path, field, valid, exact
+) -> tuple[list[np.ndarray], float, float, list]:
+    """delta at the three levels for a nonlinear family: the whole perturbed problem less
+    u_m, at the smallest share (no superposition to price a larger one by); the scale is
+    found from a first solve at level 1."""
+    names = _components(record)
+    share = share_bounds(record)[0]
+    size = _norm(exact, valid)
+    guess = share * size / max(_norm(_field_values(field, record), valid), 1e-300)
+    first = run_oracle(oracle_dir, record.family, perturbed_spec(record, field, guess), names, 1.0)[0]
+    scale = _scale(guess * share * size / max(_norm(first - exact, valid), 1e-300))
+    spec = perturbed_spec(record, field, scale)
+    runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in LEVELS]
+    return [field_ - exact for field_, _ in runs], scale, math.nan, [info.get("num_dofs") for _, info in runs]
+
+
+def _setting(record: CaseRecord) -> dict | None:
+    config = record.evaluation_metadata.calibration_config
+    setting = config.settings.get("dolfinx") if config else None
+    return setting.model_dump(exclude_none=True) if setting is not None else None
+
+
+def build_part(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> SolveOnlyOutcome:
+    """Build, check and store one record's solve-only part; updates the record in place
+    (its forcing, ``evaluation_metadata.solve_only``) only if the part is kept."""
+    started = time.perf_counter()
+    spec = record.case_spec_dict()
+    grid = EvalGrid.from_spec(spec["eval_grid"])
+    valid = valid_mask(spec, grid)
+    exact = exact_components(record, grid)
+    field = driving_field(record)
+    try:
+        build = nonlinear_part if nonlinear(record) else linear_part
+        deltas, scale, ratio, dofs = build(record, oracle_dir, field, valid, exact)
+    except Exception as exc:  # noqa: BLE001 - the oracle cannot do it: the record stays as it is, with the reason
+        return SolveOnlyOutcome(record.id, False, f"oracle failed: {type(exc).__name__}: {str(exc)[:200]}")
+    coarse, base, fine = deltas
+    size = _norm(exact, valid)
+    outcome = SolveOnlyOutcome(record.id, False, "", _norm(fine, valid) / size)
+    outcome.reference_error = _norm(base - fine, valid) / _norm(exact + fine, valid)
+    outcome.predicted_ratio = ratio
+    outcome.miss = output_miss(record, exact, fine, valid)
+    outcome.seconds = time.perf_counter() - started
+    g01, g12 = _norm(coarse - base, valid), _norm(base - fine, valid)
+    thresholds = record.evaluation_metadata.thresholds.get("dolfinx")
+    if not (all(isinstance(n, int) for n in dofs) and dofs[0] < dofs[1] < dofs[2]):
+        outcome.reason = f"the levels did not refine the discretization (num_dofs {dofs})"  # equal fields would pass
+    elif not np.isfinite(fine[valid]).all():
+        outcome.reason = "non-finite values on valid grid points"
+    elif not (g12 < g01 or g12 <= ROUNDING * _norm(fine, valid)):
+        outcome.reason = f"levels do not converge (g12 {g12:.3g} >= g01 {g01:.3g})"
+    elif thresholds is not None and outcome.reference_error > REFERENCE_SHARE * thresholds.tau_acc:
+        outcome.reason = (
+            f"the reference's error estimate {outcome.reference_error:.2g} is over {REFERENCE_SHARE} x tau_acc "
+            f"({thresholds.tau_acc:.2g})"
+        )
+    else:
+        _store(record, case_dir, field, scale, fine, valid, outcome, g01, g12)
+        outcome.kept, outcome.reason = True, "kept"
+    return outcome
+
+
+def _store(record, case_dir: Path, field, scale: float, delta: np.ndarray, valid, outcome, g01, g12) -> None:
+    names = _components(record)
+    relative = Path("references") / f"{record.id}.solve_only.npz"
+    path = Path(case_dir) / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outside = ~valid  # the domain's outside carries nothing: NaN, as the outputs' convention
+    arrays = {}
+    for index, name in enumerate(names):
+        column = delta[..., index].astype("<f4")  # float32, as the numerical references: ~1e-7 of delta
+        column[outside] = np.nan
+        arrays[name] = column
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type,unused-ignore]
+    digest = hashlib.sha256(b"".join(arrays[name].tobytes() for name in sorted(arrays))).hexdigest()[:16]
+    extra = [_number(scale) * c for c in field] if isinstance(field, list) else _number(scale) * field
+    data = record.case_spec_dict()
+    forcing = data["pde"].get("forcing") or {"value": ["0"] * len(extra) if isinstance(extra, list) else "0"}
+    data["pde"]["forcing"] = {"type": "expression", "value": _plus(forcing["value"], extra)}
+    record.case_spec = type(record.case_spec).model_validate(data)
+    record.evaluation_metadata.solve_only = SolveOnlyPart(
+        forcing=_as_text(extra),
+        path=str(relative),
+        digest=digest,
+        share=float(outcome.share),
+        miss=float(outcome.miss),
+        reference_error=float(outcome.reference_error),
+        build={
+            "oracle": "dolfinx",
+            "levels": list(LEVELS),
+            "nonlinear": nonlinear(record),
+            "g01": g01,
+            "g12": g12,
+            "predicted_baseline_ratio": None if math.isnan(outcome.predicted_ratio) else outcome.predicted_ratio,
+        },
+    )
+
+
+def _field_values(field, record: CaseRecord) -> np.ndarray:
+    """F on the record's grid, components stacked on the last axis."""
+    from ..expressions import evaluate
+
+    grid = EvalGrid.from_spec(record.case_spec_dict()["eval_grid"])
+    columns = field if isinstance(field, list) else [field]
+    return np.stack([evaluate(expression_to_string(c), grid.points(), 0.0).reshape(grid.shape) for c in columns], -1)
+
+
+# ---- the whole suite: one file per record (resumable, two processes side by side), then one case file ----
+
+
+def build_parts(
+    cases: Path, out: Path, oracle_dir: Path, families: list[str] | None = None, shard=(0, 1), log=print
+) -> tuple[int, int]:
+    """``pdebench build-solve-only CASES --out OUT``: the solve-only part of every manufactured
+    record of CASES (only ``families`` when given; shard ``(i, n)`` takes every n-th from the
+    i-th), each into ``OUT/parts/<id>.json`` (the updated record, or why it was not kept)
+    and ``OUT/references/``. A record with a part file already is skipped, so an interrupted
+    build resumes; ``assemble`` writes the case file. Returns (kept, tried)."""
+    from ..cases import iter_case_file
+
+    parts = Path(out) / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    todo = [
+        record
+        for _, record in iter_case_file(Path(cases))
+        if record.evaluation_metadata.construction_method == "manufactured_solution"
+        and record.evaluation_metadata.solve_only is None
+        and (not families or record.family in families)
+        and not (parts / f"{record.id}.json").exists()
+    ][shard[0] :: shard[1]]
+    log(f"{len(todo)} records to build")
+    kept = 0
+    for index, record in enumerate(todo, start=1):
+        outcome = build_part(record, Path(out), oracle_dir)
+        kept += outcome.kept
+        entry = {"kept": outcome.kept, "reason": outcome.reason, "seconds": round(outcome.seconds, 1)}
+        if outcome.kept:
+            entry["record"] = record.model_dump(mode="json", exclude_none=True)
+        temporary = parts / f".{record.id}.json.tmp"
+        temporary.write_text(json.dumps(entry))
+        os.replace(temporary, parts / f"{record.id}.json")
+        log(
+            f"[{index}/{len(todo)}] {record.id}: {outcome.reason}, share {outcome.share or 0:.3g}, "
+            f"reference error {outcome.reference_error or 0:.2g}, {outcome.seconds:.0f} s"
+        )
+    return kept, len(todo)
+
+
+def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
+    """``OUT/suite.jsonl``: CASES with each record that has a kept part replaced by its built
+    form (the rest as they were); the references beside it are OUT's. Returns (replaced,
+    the manufactured records without a part, with their reasons)."""
+    from ..cases import iter_case_file, write_case_file
+
+    parts = Path(out) / "parts"
+    records, missing = [], []
+    replaced = 0
+    for _, record in iter_case_file(Path(cases)):
+        part = parts / f"{record.id}.json"
+        entry = json.loads(part.read_text()) if part.exists() else None
+        if entry and entry["kept"]:
+            record = CaseRecord.model_validate(entry["record"])
+            replaced += 1
+        elif record.evaluation_metadata.construction_method == "manufactured_solution" and (
+            record.evaluation_metadata.solve_only is None
+        ):
+            missing.append(f"{record.id}: {entry['reason'] if entry else 'not built'}")
+        records.append(record)
+    write_case_file(Path(out) / "suite.jsonl", records)
+    log(f"{Path(out) / 'suite.jsonl'}: {replaced} records with a solve-only part, {len(missing)} manufactured without")
+    return replaced, missing

@@ -1,0 +1,80 @@
+"""The part of a manufactured solution only a solve recovers (issue 46,
+authoring/solve_only.py): built by the DOLFINx oracle, stored on the grid, added to the
+exact solution by the reference, checked by the static checks; the manufactured u the
+data's text can give then misses the solution by far."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pytest_pdebench import text_leaks, validation
+from pytest_pdebench.authoring import solve_only
+from pytest_pdebench.cases import CaseRecord
+from pytest_pdebench.grid import EvalGrid, valid_mask
+from pytest_pdebench.metrics import relative_l2_error
+from pytest_pdebench.reference import reference_fields
+from pytest_pdebench.testing import ORACLE, record_dict
+
+pytestmark = [pytest.mark.fem, pytest.mark.slow]
+
+
+def small_record() -> CaseRecord:
+    """The smoke Poisson case on a 20 x 20 grid, with thresholds (e_base 1e-4, tau_acc 1e-3)
+    and a coarse calibration setting."""
+    data = record_dict(new_id="poisson_small", nx=20, ny=20)  # the smoke case: its data are not hidden
+    data["evaluation_metadata"]["calibration_config"]["settings"]["dolfinx"]["cells_per_side"] = 24
+    data["evaluation_metadata"]["thresholds"] = {
+        "dolfinx": {"e_base": 1e-4, "t_base": 0.5, "tau_acc": 1e-3, "tau_time": 1.5, "machine": "m"}
+    }
+    return CaseRecord.model_validate(data)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, dolfinx_available):
+    folder = tmp_path_factory.mktemp("solve-only")
+    record = small_record()
+    outcome = solve_only.build_part(record, folder, ORACLE / "dolfinx")
+    return record, folder, outcome
+
+
+def test_a_part_is_built_within_its_bounds_and_the_forcing_drives_it(built):
+    record, folder, outcome = built
+    assert outcome.kept, outcome.reason
+    smallest, largest = solve_only.share_bounds(record)
+    assert smallest == pytest.approx(solve_only.MIN_TAUS * 1e-3) and smallest <= outcome.share <= largest
+    part = record.evaluation_metadata.solve_only
+    assert part is not None and (folder / part.path).is_file() and part.share == outcome.share
+    assert str(part.forcing) in str(record.case_spec.pde.forcing.value)  # s * F is a term of the forcing
+    # the manufactured u still solves the PDE with the forcing less that term, and its data
+    assert validation.static_problems(record, folder) == [] and validation.check_solve_only(record, folder) is None
+
+
+def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
+    record, folder, outcome = built
+    original = small_record()
+    spec = record.case_spec_dict()
+    grid = EvalGrid.from_spec(spec["eval_grid"])
+    valid = valid_mask(spec, grid)
+    reference, manufactured = reference_fields(record, grid, folder), reference_fields(original, grid)
+    # what the text can give (the data are u's) misses by the share: far over every tau_acc
+    assert relative_l2_error(manufactured, reference, valid) == pytest.approx(outcome.miss, rel=1e-6)
+    assert outcome.miss >= solve_only.MIN_TAUS * 1e-3
+    assert text_leaks.text_leak_problems(original) and not text_leaks.text_leak_problems(record)
+
+
+def test_a_part_that_is_not_the_one_built_or_too_small_is_refused(built, tmp_path):
+    record, folder, _ = built
+    data = json.loads(record.model_dump_json(exclude_none=True))
+    copy = CaseRecord.model_validate(data)
+    path = folder / copy.evaluation_metadata.solve_only.path
+    with np.load(path) as stored:
+        arrays = {name: stored[name] * 1.01 for name in stored.files}
+    np.savez_compressed(tmp_path / "changed.npz", **arrays)
+    copy.evaluation_metadata.solve_only.path = str(tmp_path / "changed.npz")
+    assert "is not the one built" in validation.check_solve_only(copy, folder)
+    copy = CaseRecord.model_validate(data)
+    copy.evaluation_metadata.thresholds["dolfinx"].tau_acc = 1.0  # a threshold the part cannot beat
+    assert "under 5 x tau_acc on dolfinx" in validation.check_solve_only(copy, folder)
