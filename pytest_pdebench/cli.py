@@ -220,7 +220,9 @@ def _build_solve_only(args) -> int:
     out = Path(args.out)
     if not args.assemble:
         index, count = (int(n) for n in args.shard.split("/"))
-        kept, tried = build_parts(Path(args.cases), out, Path(args.oracle), args.family, (index - 1, count), log=say)
+        kept, tried = build_parts(
+            Path(args.cases), out, Path(args.oracle), args.family, (index - 1, count), log=say, retry=args.retry
+        )
         print(f"kept {kept} of {tried}")
     replaced, missing = assemble(Path(args.cases), out, log=say)
     for line in missing:
@@ -608,6 +610,7 @@ def _parser() -> argparse.ArgumentParser:
     solve_only.add_argument("--family", action="append", help="only these families (repeatable)")
     solve_only.add_argument("--shard", default="1/1", help="I/N: every N-th record from the I-th (two processes)")
     solve_only.add_argument("--assemble", action="store_true", help="only write OUT/suite.jsonl from the parts")
+    solve_only.add_argument("--retry", action="store_true", help="build again the records that kept no part")
 
     prompt = _command(
         commands, "prompt", "print the prompt a model gets for a case", _prompt, cases=CASES_OPTION, guides=GUIDES

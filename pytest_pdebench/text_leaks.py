@@ -70,6 +70,8 @@ SMALL_SUBSET = 3  # beyond the limit: subsets of at most 3 terms, and all terms 
 SUBSET_CHUNK = 4096
 DETAIL_LENGTH = 200  # characters of a matched expression quoted in a finding
 COORDS = (x, y, z)
+# a tag, the values of a datum's sub-expressions at its boundary points, and those points
+TagValues = tuple[str, list[np.ndarray], dict[sp.Symbol, np.ndarray]]
 
 NUMPY_FUNCTIONS = {
     sp.sin: np.sin,
@@ -277,7 +279,7 @@ def search_coordinate(
     values: list[np.ndarray],
     target: np.ndarray,
     coords: dict[sp.Symbol, np.ndarray],
-    tags: list[tuple[str, list[np.ndarray], dict[sp.Symbol, np.ndarray]]],
+    tags: list[TagValues],
     dim: int,
 ) -> str | None:
     """u as the datum with a sub-expression that equals x (y, z) on one of its tags
@@ -407,7 +409,7 @@ def _searched(
     values: list[np.ndarray],
     target: np.ndarray,
     coords: dict[sp.Symbol, np.ndarray],
-    boundary: list[tuple[str, list[np.ndarray], dict[sp.Symbol, np.ndarray]]],
+    boundary: list[TagValues],
     dim: int,
     searches,
 ) -> dict[str, str | None]:
