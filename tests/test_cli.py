@@ -61,6 +61,8 @@ MISSING_INPUT = [
     ["leak-audit", "ABSENT"],
     ["build-references", "ABSENT"],
     ["build-references", CASES, "--oracle", "ABSENT"],
+    ["build-solve-only", "ABSENT", "--out", "TMP/solve-only"],
+    ["build-solve-only", CASES, "--out", "TMP/solve-only", "--oracle", "ABSENT"],
     ["prompt", "x", "--cases", "ABSENT"],
     ["prompt", "x", "--cases", CASES, "--guides", "ABSENT"],
     ["prompt-cost", "--cases", "ABSENT"],
