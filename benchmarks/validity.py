@@ -18,6 +18,10 @@ then sums the parts: each from its start to the last verdict it wrote).
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
   dishonest solvers of tests/data/dishonest (goal: 0 PASS);
+- ``ansatz_fit``: issue 46's attacker (tests/data/dishonest/ansatz_fit), the visible
+  expressions' terms and polynomials fitted to the PDE residual and the boundary and
+  initial data by least squares, no mesh (goal: at most 2% PASS per family; offline per
+  record: benchmarks/ansatz_fit.py);
 - with ``--variants SEED`` every rung runs on the variants of that seed (paired
   baselines), with ``--baseline paired`` on the published records with paired baselines,
   and with ``--select N`` on N records per family (manufactured ones under --variants):
@@ -58,7 +62,7 @@ from pytest_pdebench.report import outcome_table
 
 REPO = Path(__file__).resolve().parent.parent
 
-DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros")
+DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros", "ansatz_fit")
 SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "oracle-cluster": "submissions/oracle",
            "textbook": "submissions/textbook", "textbook-again": "submissions/textbook",
            **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST},
