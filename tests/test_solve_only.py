@@ -110,3 +110,11 @@ def test_the_ansatz_fit_fits_the_published_record_and_misses_the_part(built, tmp
     record, folder, _ = built
     assert _attacker_error(small_record(), folder, tmp_path / "published") < 1e-8
     assert _attacker_error(record, folder, tmp_path / "with-part") > 2 * 1e-3
+
+
+def test_the_stored_part_error_is_the_tail_of_the_levels_gaps():
+    """The finest level's error from the gap between levels 1 and 2: gap * r / (1 - r), r the
+    gaps' ratio, never taken under SLOWEST_RATIO; levels that do not converge have no bound."""
+    assert solve_only.stored_error(1e-3, 8.0, 1.0) == pytest.approx(1e-3 / 3)  # r = 1/8, taken as 1/4
+    assert solve_only.stored_error(1e-3, 2.0, 1.0) == pytest.approx(1e-3)  # r = 1/2
+    assert solve_only.stored_error(1e-3, 1.0, 1.0) == float("inf")
