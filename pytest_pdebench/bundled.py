@@ -10,12 +10,24 @@ that name (its own ``cases/``, say) takes precedence where the caller passes its
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
 INSTALLED = PACKAGE / "_bundled"
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # what a wheel carries
+
+
+def cache_root() -> Path:
+    """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
+    return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
+
+
+def answers_cache() -> Path:
+    """Answers the harness builds at run time (live variants' solve-only parts): under the
+    cache root, hidden from every run as the bundled answer key is."""
+    return cache_root() / "answers"
 
 
 def _in_checkout() -> bool:
@@ -53,7 +65,8 @@ def answer_key_within(root: str) -> tuple[str, ...]:
     Python prefix or /usr) that hold the suite's answers: this package wherever it is
     installed, any other installed copy of it, and the checkout's answer-key folders."""
     top = Path(root).resolve()
-    candidates = [PACKAGE, *(CHECKOUT / name for name in ANSWER_KEY)]
+    answers_cache().mkdir(parents=True, exist_ok=True)  # made now, so that a later answer is hidden too
+    candidates = [PACKAGE, *(CHECKOUT / name for name in ANSWER_KEY), answers_cache()]
     if top.is_dir():
         candidates += [match for pattern in INSTALLED_COPIES for match in top.glob(pattern)]
     found = []

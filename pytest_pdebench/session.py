@@ -177,7 +177,8 @@ class PdeRun:
         if self.settings.variant_seed is not None or self.settings.sibling:
             from .authoring.variants import LiveVariants  # sympy: slow to import, only for runs that vary cases
 
-            vary = LiveVariants().of
+            oracle = self.settings.oracle_dir
+            vary = LiveVariants(oracle / "dolfinx" if oracle else None).of
         self.placement = Placement(self.settings, self.store, self.cluster, vary=vary)
         self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 

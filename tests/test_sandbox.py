@@ -412,3 +412,25 @@ def test_a_zygote_whose_imports_initialise_mpi_is_refused(bwrap_available):
     spec = WarmSpec("solver.py", "", zygote_preload="mpi4py.MPI,petsc4py.PETSc", defer_mpi=True)
     with pytest.raises(SandboxError, match="initialised MPI in the zygote"):
         Zygote(sys.executable, spec, {"PATH": "/usr/bin", "HOME": "/nonexistent"})
+
+
+def test_answers_built_at_run_time_are_hidden(bwrap_available, tmp_path, monkeypatch):
+    """Live variants' solve-only parts live in the answers cache (bundled.answers_cache):
+    should a run's mounts hold it, the run sees an empty folder, made before any answer is."""
+    from pytest_pdebench.bundled import answer_key_within
+
+    cache = tmp_path / "prefix" / "cache"
+    monkeypatch.setenv("PDEBENCH_CACHE", str(cache))
+    answer_key_within.cache_clear()
+    (cache / "toolchain").mkdir(parents=True)
+    sandbox = Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix), tmp_path / "prefix"])
+    (cache / "answers" / "variant-parts").mkdir(parents=True)  # after the mounts were listed: still hidden
+    (cache / "answers" / "variant-parts" / "delta.npz").write_text("the answer")
+    result, workdir = run_solver(sandbox, tmp_path, f"""
+        import os
+        def solve(case_spec):
+            open("seen.json", "w").write(__import__("json").dumps(sorted(os.listdir({str(cache)!r})) + sorted(os.listdir({str(cache / "answers")!r}))))
+    """)
+    answer_key_within.cache_clear()
+    assert result.returncode == 0, result.stderr
+    assert json.loads((workdir / "seen.json").read_text()) == ["answers", "toolchain"]

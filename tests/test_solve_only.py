@@ -16,7 +16,7 @@ from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.grid import EvalGrid, valid_mask
 from pytest_pdebench.metrics import relative_l2_error
 from pytest_pdebench.reference import reference_fields
-from pytest_pdebench.testing import ORACLE, record_dict
+from pytest_pdebench.testing import ORACLE, ansatz_fit_error, record_dict
 
 pytestmark = [pytest.mark.fem, pytest.mark.slow]
 
@@ -80,36 +80,12 @@ def test_a_part_that_is_not_the_one_built_or_too_small_is_refused(built, tmp_pat
     assert "under 5 x tau_acc on dolfinx" in validation.check_solve_only(copy, folder)
 
 
-def _attacker_error(record: CaseRecord, folder, work) -> float:
-    """The ansatz-fit attacker (tests/data/dishonest/ansatz_fit) on the agent's view of
-    RECORD, in its own process, judged against the record's reference."""
-    import subprocess
-    import sys
-
-    from pytest_pdebench.cases import agent_view
-    from pytest_pdebench.testing import REPO
-
-    work.mkdir()
-    spec = agent_view(record, "dolfinx")["case_spec"]
-    (work / "case_spec.json").write_text(json.dumps(spec))
-    solver = REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
-    code = f"import json, runpy; runpy.run_path({str(solver)!r})['solve'](json.load(open('case_spec.json')))"
-    subprocess.run([sys.executable, "-c", code], cwd=work, check=True, timeout=120)
-    from pytest_pdebench.gates import read_solution
-
-    grid = EvalGrid.from_spec(spec["eval_grid"])
-    valid = valid_mask(spec, grid)
-    raw = (work / "solution.npz").read_bytes()
-    solution = read_solution(raw, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
-    return relative_l2_error(solution, reference_fields(record, grid, folder), valid)
-
-
 def test_the_ansatz_fit_fits_the_published_record_and_misses_the_part(built, tmp_path):
     """Issue 46's attacker: to rounding on the data as published, far over tau_acc once the
     solution has a part the data's functions do not span."""
     record, folder, _ = built
-    assert _attacker_error(small_record(), folder, tmp_path / "published") < 1e-8
-    assert _attacker_error(record, folder, tmp_path / "with-part") > 2 * 1e-3
+    assert ansatz_fit_error(small_record(), folder, tmp_path / "published") < 1e-8
+    assert ansatz_fit_error(record, folder, tmp_path / "with-part") > 2 * 1e-3
 
 
 def test_the_stored_part_error_is_the_tail_of_the_levels_gaps():

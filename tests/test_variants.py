@@ -189,3 +189,64 @@ def test_the_command_writes_the_variants_and_says_what_it_left(tmp_path):
     assert f"{len(written)} variants of {len(biharmonic)} records (seed 4)" in done.stdout
     assert f"{no_exact} no exact solution" in done.stdout
     assert all(r.evaluation_metadata.variant.seed == 4 for r in written)
+
+
+# ---- a published record with a solve-only part (issue 46): its variants get parts of their own ----
+
+
+@pytest.fixture(scope="module")
+def with_part(tmp_path_factory, dolfinx_available):
+    """The suite's first manufactured Poisson record with its solve-only part, built here."""
+    from pytest_pdebench.authoring import solve_only
+    from pytest_pdebench.testing import ORACLE
+
+    folder = tmp_path_factory.mktemp("published")
+    record = first_manufactured("poisson").model_copy(deep=True)
+    outcome = solve_only.build_part(record, folder, ORACLE / "dolfinx")
+    assert outcome.kept, outcome.reason
+    return record, folder
+
+
+@pytest.mark.fem
+@pytest.mark.slow
+def test_a_variant_of_a_record_with_a_part_gets_its_own_and_nothing_reads_it(with_part, tmp_path):
+    from pytest_pdebench import text_leaks
+    from pytest_pdebench.testing import ansatz_fit_error
+
+    record, folder = with_part
+    made = variant(record, designs()[record.id], 7, folder, parts=tmp_path / "parts")
+    part, published_part = made.evaluation_metadata.solve_only, record.evaluation_metadata.solve_only
+    assert part is not None and part.forcing != published_part.forcing  # F drawn for the variant
+    assert str(tmp_path / "parts") in part.path and made.evaluation_metadata.thresholds == {}
+    assert part.share >= 5 * max(t.tau_acc for t in record.evaluation_metadata.thresholds.values())
+    assert text_leaks.text_leak_problems(made) == []
+    tau = record.evaluation_metadata.thresholds["dolfinx"].tau_acc
+    assert ansatz_fit_error(made, folder, tmp_path / "attacker") > tau
+    # built once: a second draw reads the part back
+    again = variant(record, designs()[record.id], 7, folder, parts=tmp_path / "parts")
+    assert again == made
+
+
+@pytest.mark.fem
+def test_a_variant_whose_part_cannot_be_built_says_why(with_part, tmp_path):
+    from pytest_pdebench.authoring.variants import VariantError
+
+    record, folder = with_part
+    with pytest.raises(VariantError, match="solve-only part failed"):
+        variant(record, designs()[record.id], 8, folder, parts=tmp_path / "parts", oracle_dir=tmp_path / "no-oracle")
+
+
+@pytest.mark.fem
+@pytest.mark.slow
+def test_the_command_writes_the_variants_parts_beside_its_file(with_part, tmp_path):
+    from pytest_pdebench.authoring.variants import write_variants
+    from pytest_pdebench.cases import write_case_file
+
+    record, folder = with_part
+    cases = folder / "one.jsonl"
+    write_case_file(cases, [record])
+    out = tmp_path / "variants" / "seed-3.jsonl"
+    assert write_variants(cases, 3, out, log=lambda _: None) == 0
+    ((_, written),) = iter_case_file(out)
+    part = written.evaluation_metadata.solve_only
+    assert part.path.startswith("seed-3.parts/") and (out.parent / part.path).is_file()

@@ -72,7 +72,8 @@ FINER_LEVELS = (1.0, 2.0, 4.0)
 NONLINEAR = ("burgers", "navier_stokes")
 VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
 COORDS = (x, y, z)
-WAVES = 2  # oblique waves in F
+WAVES = 2
+ORACLE_FAILED = "oracle failed"  # a reason of its own: the oracle, not the record, failed  # oblique waves in F
 
 
 def case_rng(case_id: str, purpose: str) -> np.random.Generator:
@@ -123,7 +124,8 @@ def driving_field(record: CaseRecord) -> sp.Expr | list[sp.Expr]:
     """F: a scalar field, or for flows the curl of one (divergence free: the pressure does
     not take it up), for elasticity one per component."""
     geometry = resolve_geometry(record.case_spec_dict()["domain"])
-    rng = case_rng(record.id, "solve-only")
+    variant = record.evaluation_metadata.variant
+    rng = case_rng(record.id if variant is None else f"{record.id}:variant:{variant.seed}", "solve-only")
     if record.family in ("stokes", "navier_stokes"):
         psi = oblique_waves(rng, geometry)
         curl = [sp.diff(psi, y), -sp.diff(psi, x)]
@@ -311,7 +313,7 @@ def _build_at(record: CaseRecord, case_dir: Path, oracle_dir: Path, levels) -> S
         build = nonlinear_part if nonlinear(record) else linear_part
         deltas, scale, ratio, dofs = build(record, oracle_dir, field, valid, exact, levels)
     except Exception as exc:  # noqa: BLE001 - the oracle cannot do it: the record stays as it is, with the reason
-        return SolveOnlyOutcome(record.id, False, f"oracle failed: {type(exc).__name__}: {str(exc)[:200]}")
+        return SolveOnlyOutcome(record.id, False, f"{ORACLE_FAILED}: {type(exc).__name__}: {str(exc)[:200]}")
     coarse, base, fine = deltas
     size = _norm(exact, valid)
     outcome = SolveOnlyOutcome(record.id, False, "", _norm(fine, valid) / size)
@@ -426,17 +428,22 @@ def build_parts(
     for index, record in enumerate(todo, start=1):
         outcome = build_part(record, Path(out), oracle_dir)
         kept += outcome.kept
-        entry = {"kept": outcome.kept, "reason": outcome.reason, "seconds": round(outcome.seconds, 1)}
-        if outcome.kept:
-            entry["record"] = record.model_dump(mode="json", exclude_none=True)
-        temporary = parts / f".{record.id}.json.tmp"
-        temporary.write_text(json.dumps(entry))
-        os.replace(temporary, parts / f"{record.id}.json")
+        _write_entry(parts / f"{record.id}.json", record, outcome)
         log(
             f"[{index}/{len(todo)}] {record.id}: {outcome.reason}, share {outcome.share or 0:.3g}, "
             f"reference error {outcome.reference_error or 0:.2g}, {outcome.seconds:.0f} s"
         )
     return kept, len(todo)
+
+
+def _write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> None:
+    """A part file: whether the part was kept, why, how long it took, and the record as built."""
+    entry: dict = {"kept": outcome.kept, "reason": outcome.reason, "seconds": round(outcome.seconds, 1)}
+    if outcome.kept:
+        entry["record"] = record.model_dump(mode="json", exclude_none=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(entry))
+    os.replace(temporary, path)
 
 
 def retry_it(part: Path, retry: bool) -> bool:
@@ -467,3 +474,62 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
     write_case_file(Path(out) / "suite.jsonl", records)
     log(f"{Path(out) / 'suite.jsonl'}: {replaced} records with a solve-only part, {len(missing)} manufactured without")
     return replaced, missing
+
+
+# ---- a live variant's own part (authoring/variants.py): built once per (record, seed), in a child ----
+
+
+class SolveOnlyError(Exception):
+    """A variant whose solve-only part could not be built or kept; the message says why."""
+
+
+def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle_dir: Path) -> CaseRecord:
+    """VARIED (a variant of PUBLISHED, which has a part) with a part of its own, built into
+    FOLDER by a child process (DOLFINx stays out of the harness's process) and kept there:
+    a later call reads it back. The share is priced with the published record's thresholds
+    (the variant's own come later, from its paired baseline); the part's path in the record
+    is absolute. Raises SolveOnlyError."""
+    import fcntl
+    import subprocess
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entry_path = folder / "part.json"
+    with open(folder / ".lock", "w") as lock:  # two workers may draw the same variant (two tracks)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not entry_path.is_file():
+            meta = varied.evaluation_metadata.model_copy(
+                update={"thresholds": published.evaluation_metadata.thresholds}
+            )
+            (folder / "record.json").write_text(
+                varied.model_copy(update={"evaluation_metadata": meta}).model_dump_json(exclude_none=True)
+            )
+            command = [sys.executable, "-m", "pytest_pdebench.authoring.solve_only", str(folder), str(oracle_dir)]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0 or not entry_path.is_file():
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise SolveOnlyError(f"the build of its solve-only part failed (DOLFINx needed): {last[:300]}")
+    entry = json.loads(entry_path.read_text())
+    if not entry["kept"]:
+        raise SolveOnlyError(f"no solve-only part: {entry['reason']}")
+    built = CaseRecord.model_validate(entry["record"])
+    part = built.evaluation_metadata.solve_only
+    assert part is not None  # kept: the build wrote it
+    part.path = str((folder / part.path).resolve())
+    built.evaluation_metadata.thresholds = {}  # as the variant had them: paired baselines give its own
+    return built
+
+
+def _build_one(folder: Path, oracle_dir: Path) -> None:
+    """The child of variant_part: FOLDER/record.json's part into FOLDER (part.json, references/)."""
+    record = CaseRecord.model_validate_json((folder / "record.json").read_text())
+    outcome = build_part(record, folder, oracle_dir)
+    if outcome.reason.startswith(ORACLE_FAILED):  # not kept as the record's answer: another try may do
+        raise SystemExit(outcome.reason)
+    _write_entry(folder / "part.json", record, outcome)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _build_one(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -33,12 +33,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import sympy as sp
 
+from ..bundled import answers_cache, bundled
 from ..cases import CaseRecord, Variant, load_cases, write_case_file
 from ..domains import resolve_geometry
 from ..expressions import expression_to_string, parse_expression, x, y, z
@@ -46,6 +48,7 @@ from ..placement import NoCalibration, NotVaried
 from ..validation import static_problems
 from . import mms
 from .hiding import case_rng
+from .solve_only import SolveOnlyError, variant_part
 from .starter import DOMAINS, Design, build_record
 from .suite import suite_designs
 
@@ -63,6 +66,7 @@ GEOMETRY_RANGE = 0.10  # each moved length of a domain template scaled by 1 +- t
 SHIFT_SHARE = 0.10  # of the box's extent per axis: centres
 AMPLITUDE = {"default": 2.0, "burgers": 1.25, "navier_stokes": 1.25, "reaction_diffusion": 1.25}
 AXES = (x, y, z)
+ORACLE = "submissions/oracle"  # its DOLFINx solvers build a variant's solve-only part
 
 
 class VariantError(Exception):
@@ -223,9 +227,19 @@ def _kappa(kappa: str, rng) -> str:
         return expression_to_string(_rounded(factor) * parse_expression(kappa))
 
 
-def variant(published: CaseRecord, design: Design, seed: int, case_dir: Path | None = None) -> CaseRecord | None:
+def variant(
+    published: CaseRecord,
+    design: Design,
+    seed: int,
+    case_dir: Path | None = None,
+    parts: Path | None = None,
+    oracle_dir: Path | None = None,
+) -> CaseRecord | None:
     """The published record's variant for ``seed``, or None where records are not varied
-    (no exact solution, a smoke case). Raises VariantError if it fails the static checks."""
+    (no exact solution, a smoke case). Where the published record has a solve-only part,
+    the variant gets one of its own (built by the DOLFINx oracle in ``oracle_dir`` into
+    ``parts``/<digest>-<seed>, or read from there). Raises VariantError if it has no part or
+    fails the static checks."""
     if design.u is None or design.smoke:
         return None
     # sympy's simplify takes minutes on some data with the map's floats in them: the
@@ -247,6 +261,12 @@ def variant(published: CaseRecord, design: Design, seed: int, case_dir: Path | N
         }
     )
     record = CaseRecord.model_validate(record.model_dump())  # the copy is checked as a loaded record is
+    if meta.solve_only is not None:  # the published data hide a part only a solve recovers: so do the variant's
+        folder = (parts or answers_cache() / "variant-parts") / f"{record_digest(published)}-{seed}"
+        try:
+            record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")
+        except SolveOnlyError as exc:
+            raise VariantError(f"{published.id} (seed {seed}): {exc}") from None
     problems = static_problems(record, case_dir or Path("."))
     if problems:
         raise VariantError(f"{published.id} (seed {seed}): " + "; ".join(problems))
@@ -258,8 +278,9 @@ class LiveVariants:
     each made when its item's turn comes, on the process that runs it (about 0.4 s of
     sympy; deterministic, so any worker draws the same), and kept for the run."""
 
-    def __init__(self):
+    def __init__(self, oracle_dir: Path | None = None):
         self._designs: dict[str, Design] | None = None
+        self.oracle_dir = oracle_dir  # the DOLFINx oracle, which builds variants' solve-only parts
         self._made: dict[tuple[str, int], CaseRecord | str] = {}
 
     def of(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord:
@@ -281,7 +302,7 @@ class LiveVariants:
         if design is None:  # the reasons name no case: the run's summary says each once
             return "not one of the suite's designs"
         try:
-            varied = variant(record, design, seed, case_dir)
+            varied = variant(record, design, seed, case_dir, oracle_dir=self.oracle_dir)
         except VariantError as exc:
             raise NoCalibration(f"no variant to judge: {exc}") from None
         if varied is None:
@@ -296,8 +317,10 @@ def variants(
     seed: int,
     case_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    parts: Path | None = None,
 ) -> tuple[list[CaseRecord], list[str]]:
-    """(variants, ids of the records left as they are, with why) for ``seed``."""
+    """(variants, ids of the records left as they are, with why) for ``seed``; solve-only
+    parts go to ``parts`` (default: the answers cache)."""
     designs = {design.id: design for design in suite_designs()}
     made, kept = [], []
     for record in records:
@@ -305,7 +328,7 @@ def variants(
         if design is None:
             kept.append(f"{record.id}: not a design of the suite")
             continue
-        varied = variant(record, design, seed, case_dir)
+        varied = variant(record, design, seed, case_dir, parts)
         if varied is None:
             kept.append(f"{record.id}: {'a smoke case' if design.smoke else 'no exact solution'}")
             continue
@@ -328,11 +351,16 @@ def write_variants(
     loaded = load_cases(cases)
     records = [record for _, _, record in loaded if select is None or select(record)]
     case_dir = Path(cases) if Path(cases).is_dir() else Path(cases).parent
+    parts = output.parent / f"{output.stem}.parts"  # beside the file: the variants' solve-only parts
     try:
-        made, kept = variants(records, seed, case_dir)
+        made, kept = variants(records, seed, case_dir, parts=parts)
     except VariantError as exc:
         log(f"pdebench variants: {exc}")
         return 1
+    for record in made:  # the file names its parts relative to its own folder, as suite.jsonl does
+        part = record.evaluation_metadata.solve_only
+        if part is not None:
+            part.path = os.path.relpath(part.path, output.parent.resolve())
     output.parent.mkdir(parents=True, exist_ok=True)
     write_case_file(output, made)
     reasons = Counter(line.partition(": ")[2] for line in kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from ..bundled import cache_root  # cxx_toolchain.py takes it from here (its bytes are fixed)
 from ..containers import ContainerError, image_for
 from .base import (
     OPEN_MPI_SINGLETON_ENV,
@@ -16,7 +17,6 @@ from .base import (
     Runtime,
     RuntimeMissing,
     Track,
-    cache_root,
     thread_env,
 )
 from .dealii import DealiiTrack

@@ -16,11 +16,6 @@ from ..kernel_cache import KernelRule
 from ..sandbox import RunRequest, WarmSpec
 
 
-def cache_root() -> Path:
-    """Per-machine caches outside the repository (toolchains, kernels, provisioned runtimes)."""
-    return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
-
-
 class RuntimeMissing(RuntimeError):
     """The track's runtime is not installed; the message says how to install it."""
 

@@ -21,10 +21,11 @@ import shutil
 import time
 from pathlib import Path
 
+from ..bundled import cache_root
 from ..containers import ContainerError, probe
 from ..run_files import regular_file_or_none
 from ..sandbox import Limits, RunRequest
-from .base import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, cache_root, thread_env
+from .base import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, thread_env
 from .cxx_toolchain import (
     COMPILE_TIMEOUT_SEC,
     CXX_SOURCE_SUFFIXES,
