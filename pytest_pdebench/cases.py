@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import sympy as sp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import expressions
@@ -454,9 +455,28 @@ def _same_up_to_print_order(before: CaseRecord, after: CaseRecord) -> bool:
     """Same case and exact solution, where expressions may differ in their text only:
     sympy prints the terms of a sum in an order that can change between processes (9 of
     645 records came out reordered in one rebuild), which must not drop their baselines."""
-    old = [before.case_spec_dict(), before.evaluation_metadata.manufactured_solution]
-    new = [after.case_spec_dict(), after.evaluation_metadata.manufactured_solution]
+    old = [_as_drawn(before), before.evaluation_metadata.manufactured_solution]
+    new = [_as_drawn(after), after.evaluation_metadata.manufactured_solution]
     return old == new or _equal_trees(old, new)
+
+
+def _as_drawn(record: CaseRecord) -> dict:
+    """The case as its design draws it: a solve-only part's term taken off the forcing."""
+    spec = record.case_spec_dict()
+    part = record.evaluation_metadata.solve_only
+    if part is None or not spec["pde"].get("forcing"):
+        return spec
+    value, extra = spec["pde"]["forcing"]["value"], part.forcing
+
+    def less(text: str, term: str) -> str:
+        return expressions.expression_to_string(expressions.parse_expression(text) - expressions.parse_expression(term))
+
+    forcing = [less(v, e) for v, e in zip(value, extra)] if isinstance(value, list) else less(value, str(extra))
+    spec["pde"]["forcing"] = {**spec["pde"]["forcing"], "value": forcing}
+    return spec
+
+
+EXPAND_OPS = 5_000  # larger differences are not expanded (a changed case: seconds of sympy for nothing)
 
 
 def _equal_trees(a, b) -> bool:
@@ -466,16 +486,20 @@ def _equal_trees(a, b) -> bool:
         return len(a) == len(b) and all(_equal_trees(x, y) for x, y in zip(a, b))
     if isinstance(a, str) and isinstance(b, str) and a != b:
         try:  # sympy's trees are canonical: equal expressions compare equal whatever the text order
-            return expressions.parse_expression(a, allow=("u",)) == expressions.parse_expression(b, allow=("u",))
+            first, second = (expressions.parse_expression(e, allow=("u",)) for e in (a, b))
         except ValueError:  # ExpressionError included
             return False
+        # a sum printed again after a term was added and taken off (a solve-only part's) may
+        # come back with its factors distributed: equal once expanded (milliseconds here)
+        return first == second or (sp.count_ops(first - second) < EXPAND_OPS and sp.expand(first - second) == 0)
     return a == b
 
 
 def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord]) -> None:
     """Regenerating records must not lose what was built for them since: references,
-    calibrations and calibration settings (refined, coarsened or adjusted per library
-    after the draw) of records whose case and exact solution did not change are kept."""
+    calibrations, calibration settings (refined, coarsened or adjusted per library after
+    the draw) and solve-only parts (with the forcing that drives them) of records whose
+    case, as drawn, and exact solution did not change are kept."""
     old = {r.id: r for r in previous}
     for record in records:
         before = old.get(record.id)
@@ -483,7 +507,7 @@ def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord
             # the stored text, so the fingerprints its baselines carry still match
             record.case_spec = before.case_spec.model_copy(deep=True)
             record.evaluation_metadata.manufactured_solution = before.evaluation_metadata.manufactured_solution
-            for name in ("thresholds", "reference_path", "reference_config", "calibration_config"):
+            for name in ("thresholds", "reference_path", "reference_config", "calibration_config", "solve_only"):
                 if name != "calibration_config" or getattr(before.evaluation_metadata, name) is not None:
                     setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
 

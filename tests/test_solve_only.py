@@ -94,3 +94,21 @@ def test_the_stored_part_error_is_the_tail_of_the_levels_gaps():
     assert solve_only.stored_error(1e-3, 8.0, 1.0) == pytest.approx(1e-3 / 3)  # r = 1/8, taken as 1/4
     assert solve_only.stored_error(1e-3, 2.0, 1.0) == pytest.approx(1e-3)  # r = 1/2
     assert solve_only.stored_error(1e-3, 1.0, 1.0) == float("inf")
+
+
+def test_regenerating_the_case_file_keeps_the_part_unless_the_case_changed(built, tmp_path):
+    """build-suite draws the record without the part's term: the stored part, its forcing and
+    thresholds stay; a record drawn otherwise loses them (its part would be another's)."""
+    from pytest_pdebench.cases import iter_case_file, rewrite_case_file, write_case_file
+
+    record, _, _ = built
+    path = tmp_path / "cases.jsonl"
+    write_case_file(path, [record])
+    rewrite_case_file(path, [small_record()])
+    [(_, kept)] = list(iter_case_file(path))
+    assert kept.evaluation_metadata.solve_only == record.evaluation_metadata.solve_only
+    assert kept.case_spec == record.case_spec
+    changed = CaseRecord.model_validate(record_dict(new_id="poisson_small", nx=21, ny=20))
+    rewrite_case_file(path, [changed])
+    [(_, redrawn)] = list(iter_case_file(path))
+    assert redrawn.evaluation_metadata.solve_only is None
