@@ -67,8 +67,9 @@ SLOWEST_RATIO = 0.25  # the estimate assumes the levels' gaps shrink by at least
 ROUNDING = 1e-10
 LEVELS = (0.5, 1.0, 2.0)
 # where those levels leave delta's own error estimate too large (a steady 2-D record: layers
-# of convection-diffusion at high Peclet numbers), once more one level finer
-FINER_LEVELS = (1.0, 2.0, 4.0)
+# of convection-diffusion at high Peclet numbers), again one level finer, then two (P2 on up
+# to 8 x the reference grade: a 2-D solve of seconds; cd_high_pe_l_shape_025 kept only there)
+FINER_LEVELS = ((1.0, 2.0, 4.0), (2.0, 4.0, 8.0))
 NONLINEAR = ("burgers", "navier_stokes")
 VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
 COORDS = (x, y, z)
@@ -292,12 +293,14 @@ def _setting(record: CaseRecord) -> dict | None:
 def build_part(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> SolveOnlyOutcome:
     """Build, check and store one record's solve-only part; updates the record in place
     (its forcing, ``evaluation_metadata.solve_only``) only if the part is kept. A steady 2-D
-    record whose part's error estimate is too large at LEVELS is tried at FINER_LEVELS."""
+    record whose part's error estimate is too large at LEVELS is tried at each of FINER_LEVELS."""
     started = time.perf_counter()
     outcome = _build_at(record, case_dir, oracle_dir, LEVELS)
     steady_2d = record.case_spec.pde.time is None and not record.case_spec.eval_grid.nz
-    if not outcome.kept and outcome.reason.startswith("the reference's error estimate") and steady_2d:
-        outcome = _build_at(record, case_dir, oracle_dir, FINER_LEVELS)
+    for levels in FINER_LEVELS if steady_2d else ():
+        if outcome.kept or not outcome.reason.startswith("the reference's error estimate"):
+            break
+        outcome = _build_at(record, case_dir, oracle_dir, levels)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
