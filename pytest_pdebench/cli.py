@@ -215,7 +215,7 @@ def _build_references(args) -> int:
 
 
 def _build_solve_only(args) -> int:
-    from .authoring.solve_only import assemble, build_parts
+    from .authoring.solve_only import assemble, build_parts, discard_without_part
 
     out = Path(args.out)
     if not args.assemble:
@@ -224,6 +224,8 @@ def _build_solve_only(args) -> int:
             Path(args.cases), out, Path(args.oracle), args.family, (index - 1, count), log=say, retry=args.retry
         )
         print(f"kept {kept} of {tried}")
+    if args.discard:
+        discard_without_part(Path(args.cases), out, log=say)
     replaced, missing = assemble(Path(args.cases), out, log=say)
     for line in missing:
         print(f"  without a part: {line}")
@@ -611,6 +613,11 @@ def _parser() -> argparse.ArgumentParser:
     solve_only.add_argument("--shard", default="1/1", help="I/N: every N-th record from the I-th (two processes)")
     solve_only.add_argument("--assemble", action="store_true", help="only write OUT/suite.jsonl from the parts")
     solve_only.add_argument("--retry", action="store_true", help="build again the records that kept no part")
+    solve_only.add_argument(
+        "--discard",
+        action="store_true",
+        help="list the records that kept no part in discarded.toml (build-suite then deals others)",
+    )
 
     prompt = _command(
         commands, "prompt", "print the prompt a model gets for a case", _prompt, cases=CASES_OPTION, guides=GUIDES

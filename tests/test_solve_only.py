@@ -112,3 +112,25 @@ def test_regenerating_the_case_file_keeps_the_part_unless_the_case_changed(built
     rewrite_case_file(path, [changed])
     [(_, redrawn)] = list(iter_case_file(path))
     assert redrawn.evaluation_metadata.solve_only is None
+
+
+def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
+    """--discard: build-suite's discarded candidates gain the records whose part was not kept
+    (not those the oracle failed on, nor those kept), each once, as TOML the generator reads."""
+    import tomllib
+
+    from pytest_pdebench.cases import write_case_file
+
+    records = [CaseRecord.model_validate(record_dict(new_id=name)) for name in ("kept", "refused", "crashed", "unbuilt")]
+    cases = tmp_path / "cases.jsonl"
+    write_case_file(cases, records)
+    (tmp_path / "parts").mkdir()
+    for name, kept, reason in (("kept", True, "kept"), ("refused", False, 'the "estimate" is over'),
+                               ("crashed", False, f"{solve_only.ORACLE_FAILED}: MemoryError")):  # fmt: skip
+        (tmp_path / "parts" / f"{name}.json").write_text(json.dumps({"kept": kept, "reason": reason}))
+    discarded = tmp_path / "discarded.toml"
+    discarded.write_text('[discarded]\n"old" = "why"\n')
+    for _ in range(2):
+        solve_only.discard_without_part(cases, tmp_path, discarded, log=lambda _: None)
+    table = tomllib.loads(discarded.read_text())["discarded"]
+    assert table == {"old": "why", "refused": 'no solve-only part: the "estimate" is over'}

@@ -479,6 +479,31 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
     return replaced, missing
 
 
+def discard_without_part(cases: Path, out: Path, discarded: Path | None = None, log=print) -> list[str]:
+    """``--discard``: the manufactured records of CASES whose build kept no part (the
+    oracle's own failures aside: another try may do) join the suite generator's discarded
+    candidates with why, so that ``pdebench build-suite`` deals the family's next
+    combination in their place. Returns the ids added."""
+    import tomllib
+
+    from ..cases import iter_case_file
+    from .suite import DISCARDED_FILE
+
+    path = Path(discarded or DISCARDED_FILE)
+    with open(path, "rb") as handle:
+        known = tomllib.load(handle).get("discarded", {})
+    added = []
+    for _, record in iter_case_file(Path(cases)):
+        part = Path(out) / "parts" / f"{record.id}.json"
+        entry = json.loads(part.read_text()) if part.is_file() else None
+        if entry and not entry["kept"] and not entry["reason"].startswith(ORACLE_FAILED) and record.id not in known:
+            added.append(record.id)
+            with open(path, "a", encoding="utf-8") as handle:  # one TOML line each: a JSON string is a TOML one
+                handle.write(f"{json.dumps(record.id)} = {json.dumps('no solve-only part: ' + entry['reason'])}\n")
+    log(f"{path}: {len(added)} records discarded (no solve-only part)")
+    return added
+
+
 # ---- a live variant's own part (authoring/variants.py): built once per (record, seed), in a child ----
 
 
