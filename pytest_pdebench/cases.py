@@ -468,10 +468,15 @@ def _as_drawn(record: CaseRecord) -> dict:
         return spec
     value, extra = spec["pde"]["forcing"]["value"], part.forcing
 
-    def less(text: str, term: str) -> str:
-        return expressions.expression_to_string(expressions.parse_expression(text) - expressions.parse_expression(term))
+    def less(text, term) -> str:
+        return expressions.expression_to_string(
+            expressions.parse_expression(str(text)) - expressions.parse_expression(str(term))
+        )
 
-    forcing = [less(v, e) for v, e in zip(value, extra)] if isinstance(value, list) else less(value, str(extra))
+    if isinstance(value, list):
+        forcing: str | list[str] = [less(v, e) for v, e in zip(value, extra if isinstance(extra, list) else [extra])]
+    else:
+        forcing = less(value, extra)
     spec["pde"]["forcing"] = {**spec["pde"]["forcing"], "value": forcing}
     return spec
 
