@@ -223,9 +223,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name in (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS):
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
-    from .session import PdeBenchWarning, PdeRun, pin_worker, terminate_as_interrupt
+    from .options import run_from_config
+    from .placement import PdeBenchWarning
+    from .session import pin_worker, terminate_as_interrupt
 
-    run = PdeRun.from_config(config)
+    run = run_from_config(config)
     if run is None:
         return
     pin_worker(config)
@@ -258,7 +260,7 @@ def _sweep(backend) -> None:
     reported and the run goes on (each run removes its own container)."""
     import warnings
 
-    from .session import PdeBenchWarning
+    from .placement import PdeBenchWarning
 
     try:
         backend.sweep()
