@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from .attempts import run_attempts
-from .calibration import KERNEL_STORE, CalibrationStore, machine_key, now_iso
+from .calibration import CalibrationStore, machine_key, now_iso
 from .cases import CaseRecord
 from .containers import image_digest
 from .evaluation import VERDICT_FILE, BaselineFailure, Settings, Verdict, evaluate
@@ -28,7 +28,7 @@ from .scheduling import RunAhead
 from .shards import Shard, assign, expected_cost, selection_digest
 from .sources import Source
 from .sources.folder import DirectorySource
-from .speed import drift, drift_problem, probe_seconds
+from .speed import RunConditions
 
 if TYPE_CHECKING:  # the cluster package imports Dask (optional, and slow to import): only with --pde-cluster
     from .cluster.controller import Cluster
@@ -84,7 +84,6 @@ class PdeRun:
     cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
     shard: Shard | None = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
-    _speed_probe: float | None = None
 
     def __post_init__(self):
         vary = None
@@ -94,6 +93,9 @@ class PdeRun:
             oracle = self.settings.oracle_dir
             vary = LiveVariants(oracle / "dolfinx" if oracle else None).of
         self.placement = Placement(self.settings, self.store, self.cluster, vary=vary)
+        self.timing = RunConditions(
+            self.settings, self.store, self.cluster.size if self.cluster else workers(self.config)
+        )
         self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
@@ -155,7 +157,7 @@ class PdeRun:
                     "fingerprint": v["case_fingerprint"],
                     "solver_info": v["solver_info"],
                     "runtime_version": v["runtime_version"],
-                    "speed_probe_sec": self.speed_probe_sec(),
+                    "speed_probe_sec": self.timing.probe_sec(),
                     "calibrated_at": now_iso(),
                 }
                 for v in self.verdicts
@@ -166,7 +168,7 @@ class PdeRun:
             }
             if entries:
                 written[f"{library} ({machine})" if self.cluster else library] = store.write(
-                    library, entries, self.conditions(library)
+                    library, entries, self.timing.of(library)
                 )
         return written
 
@@ -198,48 +200,6 @@ class PdeRun:
     def close(self) -> None:
         if self.cluster is not None:
             self.cluster.close()
-
-    def conditions(self, library: str) -> dict:
-        """What a runtime baseline depends on besides the machine: the evaluation's are
-        compared with the calibration's (``condition_mismatches``)."""
-        return {
-            "workers": self.cluster.size if self.cluster else workers(self.config),
-            "runs": self.settings.runs,
-            "sandbox": self.settings.sandbox,
-            "runner": self.settings.runner_for(library),
-            "kernel_store": KERNEL_STORE,  # first runs timed so are the first-run gate's base
-        }
-
-    def speed_probe_sec(self) -> float:
-        """This session's speed probe (speed.py), timed once, on first use."""
-        if self._speed_probe is None:
-            self._speed_probe = probe_seconds()
-        return self._speed_probe
-
-    def speed_drift(self, library: str) -> float | None:
-        """The probe's time now over its time when the library's baselines were measured."""
-        then = [e["speed_probe_sec"] for e in self.store.entries(library).values() if e.get("speed_probe_sec")]
-        return drift(self.speed_probe_sec(), then) if then else None
-
-    def condition_mismatches(self) -> list[str]:
-        if self.settings.calibrate or self.settings.baseline == "paired":
-            return []  # paired: the baselines are measured beside the submission, here and now
-        lines = []
-        for library in self.present_libraries():
-            measured = self.store.conditions(library)
-            if measured:  # baselines from before the warm runner were measured cold
-                measured = {"runner": "cold", **measured}
-            differ = {
-                k: (v, measured[k]) for k, v in self.conditions(library).items() if k in measured and measured[k] != v
-            }
-            if differ:
-                shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
-                lines.append(
-                    f"{library}: runtime baselines were measured under other conditions ({shown}): "
-                    "t_agent / t_base is not like for like"
-                )
-            lines += filter(None, [drift_problem(library, self.speed_drift(library))])
-        return lines
 
     def missing_track(self, library: str) -> str | None:
         """Why a library's items cannot run at all (they are "not run"), or None: its runtime
@@ -279,8 +239,8 @@ class PdeRun:
             **({"variant_seed": self.settings.variant_seed} if self.settings.variant_seed is not None else {}),
             **({"sibling_seed": SIBLING_SEED + (self.settings.variant_seed or 0)} if self.settings.sibling else {}),
             "runner": {library: self.settings.runner_for(library) for library in self.libraries},
-            "speed_probe_sec": self.speed_probe_sec(),
-            "speed_drift": {library: self.speed_drift(library) for library in self.libraries},
+            "speed_probe_sec": self.timing.probe_sec(),
+            "speed_drift": {library: self.timing.drift(library) for library in self.libraries},
             **self._images(),
         }
 

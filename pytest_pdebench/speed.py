@@ -16,8 +16,16 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from .calibration import KERNEL_STORE
+
+if TYPE_CHECKING:
+    from .calibration import CalibrationStore
+    from .evaluation import Settings
 
 SPEED_TOLERANCE = 0.15  # a relative change the probe's own spread (under 5% here) does not reach
 _GRID, _SWEEPS, _REPEATS = 400, 60, 5
@@ -71,3 +79,54 @@ def baselines_line(entries: dict) -> str:
         f"{SPEED_TOLERANCE:.0%} of each other)"
         + (f"; {missing} timed before the probe existed: their speed is unknown" if missing else "")
     )
+
+
+@dataclass
+class RunConditions:
+    """What a runtime baseline depends on besides the machine, for one session: its
+    conditions per library (written with each calibration, compared with the stored
+    calibration's), and the speed probe, timed once on first use, with its drift since
+    the baselines were measured."""
+
+    settings: Settings
+    store: CalibrationStore
+    workers: int  # items at once: xdist workers, a cluster's size, else 1
+    _probe: float | None = field(default=None, repr=False)
+
+    def of(self, library: str) -> dict:
+        return {
+            "workers": self.workers,
+            "runs": self.settings.runs,
+            "sandbox": self.settings.sandbox,
+            "runner": self.settings.runner_for(library),
+            "kernel_store": KERNEL_STORE,  # first runs timed so are the first-run gate's base
+        }
+
+    def probe_sec(self) -> float:
+        if self._probe is None:
+            self._probe = probe_seconds()
+        return self._probe
+
+    def drift(self, library: str) -> float | None:
+        """The probe's time now over its time when the library's baselines were measured."""
+        then = [e["speed_probe_sec"] for e in self.store.entries(library).values() if e.get("speed_probe_sec")]
+        return drift(self.probe_sec(), then)
+
+    def mismatches(self, libraries: list[str]) -> list[str]:
+        """The header's warnings: baselines measured under other conditions, or at another speed."""
+        if self.settings.calibrate or self.settings.baseline == "paired":
+            return []  # paired: the baselines are measured beside the submission, here and now
+        lines = []
+        for library in libraries:
+            measured = self.store.conditions(library)
+            if measured:  # baselines from before the warm runner were measured cold
+                measured = {"runner": "cold", **measured}
+            differ = {k: (v, measured[k]) for k, v in self.of(library).items() if k in measured and measured[k] != v}
+            if differ:
+                shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
+                lines.append(
+                    f"{library}: runtime baselines were measured under other conditions ({shown}): "
+                    "t_agent / t_base is not like for like"
+                )
+            lines += filter(None, [drift_problem(library, self.drift(library))])
+        return lines
