@@ -315,6 +315,8 @@ class _Recorder:
 
     def __init__(self, run):
         self.run = run
+        self.verdicts: list[dict] = []  # one per item with a verdict (or a stand-in for a crash)
+        self.not_run: list[dict] = []  # items skipped (no runtime, no variant): case, reason
         self.calibrations: dict = {}
         self.counted: set[str] = set()  # node ids with a verdict or a stand-in: one each
         self.validated: Counter[str] = Counter()  # --pde-validate: records passed, failed, skipped
@@ -326,25 +328,25 @@ class _Recorder:
             self.trials.update(value["library"] for key, value in report.user_properties if key == "pde_trial")
         verdict = items.verdict_of(report)
         if verdict and report.when == "call":
-            self.run.verdicts.append(verdict)
+            self.verdicts.append(verdict)
             self.counted.add(report.nodeid)
         elif report.nodeid not in self.counted and (skipped := items.not_run(report)):
-            self.run.not_run.append(skipped)
+            self.not_run.append(skipped)
             self.counted.add(report.nodeid)
         elif report.failed and report.nodeid not in self.counted:
             case = items.described(report)
             stand_in = items.no_verdict(report.nodeid, self.run.source.label, _crash_line(report), case)
             if stand_in:
-                self.run.verdicts.append(stand_in)
+                self.verdicts.append(stand_in)
                 self.counted.add(report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):
-        json_report["pde"] = {**self.run.session_metadata(), "not_run": self.run.not_run}
+        json_report["pde"] = {**self.run.session_metadata(), "not_run": self.not_run}
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
-            self.calibrations = self.run.write_calibration()
+            self.calibrations = self.run.write_calibration(self.verdicts)
         if self.run.settings.sandbox == "docker":
             from .sandbox import get_backend
 
@@ -359,15 +361,15 @@ class _Recorder:
             terminalreporter.section("PDEAgent-Bench validation")
             for line in checks_ran(self.validated, self.trials, self.run.static_only):
                 terminalreporter.write_line(line)
-        if not self.run.verdicts and not self.run.not_run:
+        if not self.verdicts and not self.not_run:
             return
         terminalreporter.section("PDEAgent-Bench outcomes")
-        for library, table in tables_by_library(self.run.verdicts, not_run=self.run.not_run):
+        for library, table in tables_by_library(self.verdicts, not_run=self.not_run):
             terminalreporter.write_line(f"{library}:")
             terminalreporter.write_line(table)
-        for line in not_run_summary(self.run.not_run) + failed_folders(self.run.verdicts, config.option.verbose > 0):
+        for line in not_run_summary(self.not_run) + failed_folders(self.verdicts, config.option.verbose > 0):
             terminalreporter.write_line(line)
-        usage = llm_usage(self.run.verdicts)
+        usage = llm_usage(self.verdicts)
         if usage:
             terminalreporter.write_line(usage)
         for library, path in self.calibrations.items():
@@ -376,7 +378,7 @@ class _Recorder:
             from .analysis.render import report_of_session
 
             terminalreporter.write_line(
-                report_of_session(self.run.verdicts, self.run.session_metadata(), Path(config.getoption("pde_report")))
+                report_of_session(self.verdicts, self.run.session_metadata(), Path(config.getoption("pde_report")))
             )
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
 

@@ -1,4 +1,4 @@
-"""The state of one pytest run of the benchmark, built from the ``--pde-*`` options.
+"""The state of one pytest run of the benchmark, built from the ``--pde-*`` options (options.py).
 
 Workers of pytest-xdist build the same object from the same options, so nothing here
 depends on which process evaluates an item; verdicts travel back on the test reports.
@@ -11,7 +11,7 @@ import functools
 import json
 import os
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -67,8 +67,10 @@ def pin_worker(config: pytest.Config) -> None:
 
 @dataclass
 class PdeRun:
-    """The session: its options as parsed, where items are placed (``placement``), the runs
-    sent ahead on a cluster (``ahead``), the verdicts so far and the report's metadata."""
+    """The session: its options as parsed (``options.run_from_config`` makes it), where items
+    are placed (``placement``), the runs sent ahead on a cluster (``ahead``), its run
+    conditions (``timing``) and the report's metadata. The verdicts are the recorder's
+    (plugin.py), which gathers them from the reports."""
 
     config: pytest.Config
     cases_path: Path
@@ -78,8 +80,6 @@ class PdeRun:
     store: CalibrationStore
     validate: bool = False
     static_only: bool = False
-    verdicts: list[dict] = field(default_factory=list)
-    not_run: list[dict] = field(default_factory=list)  # items skipped (no runtime, no variant): case, reason
     libraries_chosen: bool = True  # False: the tracks a folder has solvers for (the header says so)
     cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
     shard: Shard | None = None  # --pde-shard: this run's part of the selection
@@ -140,11 +140,11 @@ class PdeRun:
     def calibration_classes(self) -> list[str | None]:
         return self.placement.calibration_classes()
 
-    def write_calibration(self) -> dict[str, Path]:
+    def write_calibration(self, verdicts: list[dict]) -> dict[str, Path]:
         """Store the baselines of the passing calibration items (controller only)."""
         written = {}
         # each baseline goes to the machine that timed it (a cluster's worker, or this one)
-        for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in self.verdicts}):
+        for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in verdicts}):
             store = self.placement.store_for(machine)
             entries = {
                 v["case_id"]: {
@@ -160,7 +160,7 @@ class PdeRun:
                     "speed_probe_sec": self.timing.probe_sec(),
                     "calibrated_at": now_iso(),
                 }
-                for v in self.verdicts
+                for v in verdicts
                 if v["library"] == library
                 and (v.get("machine") or self.store.machine) == machine
                 and v["outcome"] == "PASS"

@@ -374,7 +374,7 @@ def test_the_terminal_table_counts_an_item_without_a_verdict():
         return SimpleNamespace(nodeid=f"cases.jsonl::{name}", when=when, failed=failed, longrepr=crash,
                                user_properties=[("pde", pde)] if pde else [])
 
-    run = SimpleNamespace(verdicts=[], not_run=[], validate=False, source=SimpleNamespace(label="submissions/plain"))
+    run = SimpleNamespace(validate=False, source=SimpleNamespace(label="submissions/plain"))
     recorder = _Recorder(run)
     passed = verdict("p1", "PASS")
     for logged in (report("p1[dolfinx]", "call", False, passed), report("p1[dolfinx]", "teardown", True, passed),
@@ -383,10 +383,10 @@ def test_the_terminal_table_counts_an_item_without_a_verdict():
                    report("p4[dolfinx@m-4cpu]", "setup", True, message="worker 'gw0' crashed"),
                    report("p5[dolfinx]", "setup", False), report("p6[validate]", "call", True, message="bad")):
         recorder.pytest_runtest_logreport(logged)
-    assert [(v["case_id"], v["outcome"], v["reason"]) for v in run.verdicts] == [
+    assert [(v["case_id"], v["outcome"], v["reason"]) for v in recorder.verdicts] == [
         ("p1", "PASS", ""), ("p3", "F-Exec", "no verdict (KeyError: 'u')"),
         ("p4", "F-Exec", "no verdict (worker 'gw0' crashed)")]
-    ((library, table),) = tables_by_library(run.verdicts)
+    ((library, table),) = tables_by_library(recorder.verdicts)
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
     assert library == "dolfinx" and overall.split()[1:] == ["1", "2", "0", "0", "33.3%"]
     assert case_item_of(f"cases.jsonl::{case_item_name('p1', 'dealii', 'm-4cpu')}") == ("p1", "dealii")
