@@ -5,34 +5,39 @@ facts go back to the source for the next one, up to ``source.attempts`` (paper, 
 and the stderr tail, never thresholds, baselines or references).
 
 A source has ``label``, ``attempts``, ``attempt_folders`` (its audit goes under
-``attempt-<k>/`` of the item folder, or into the item folder itself), ``draft(record,
-library, item_dir, attempt, feedback) -> Draft`` and ``summary(history) -> dict | None``
-(the verdict's ``llm`` entry: model, tokens, cost, every attempt). The evaluation never
+``attempt-<k>/`` of the item folder, ``plan.attempt_dir(k)``, or into the item folder
+itself), ``draft(plan, attempt, feedback) -> Draft`` and ``summary(history) -> dict | None``
+(the verdict's ``llm`` entry: model, tokens, cost, every attempt). The gates are the item's
+(``evaluation.evaluate`` of the plan) unless a caller gives its own. The evaluation never
 learns which kind of source wrote the code.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
-from .evaluation import VERDICT_FILE, Verdict
+from .evaluation import Settings, Verdict, evaluate
 from .plan import ItemPlan
 from .prompts import feedback_of
-from .sources import Draft, Feedback, Source, Submission  # noqa: F401  (Draft, Feedback: imported from here too)
+from .sources import Feedback, Source, Submission
 
 Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict
 
 
-def run_attempts(source: Source, plan: ItemPlan, gates: Gates) -> Verdict:
+def run_attempts(source: Source, plan: ItemPlan, settings: Settings, gates: Gates | None = None) -> Verdict:
     """Attempts 1..N of one item; the verdict of the last, with every attempt summarised."""
     record, library, item_dir = plan.record, plan.library, plan.item_dir
+    if gates is None:
+
+        def gates(submission: Submission, attempt_dir: Path) -> Verdict:
+            return evaluate(plan, submission, source.label, settings, item_dir=attempt_dir)
+
     history: list[dict] = []
     feedback = None
     for attempt in range(1, source.attempts + 1):
-        attempt_dir = item_dir / f"attempt-{attempt}" if source.attempt_folders else item_dir
-        draft = source.draft(record, library, item_dir, attempt, feedback)
+        attempt_dir = plan.attempt_dir(attempt) if source.attempt_folders else item_dir
+        draft = source.draft(plan, attempt, feedback)
         if draft.submission is None:
             verdict = Verdict.for_item(
                 record,
@@ -65,8 +70,7 @@ def run_attempts(source: Source, plan: ItemPlan, gates: Gates) -> Verdict:
     verdict.source = source.label
     verdict.llm = source.summary(history)
     if source.attempt_folders:
-        item_dir.mkdir(parents=True, exist_ok=True)
-        (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+        verdict.write(item_dir)
     return verdict
 
 
@@ -90,4 +94,4 @@ def _write_audit(attempt_dir: Path, files: dict[str, str], verdict: Verdict | No
     for name, text in files.items():
         (attempt_dir / name).write_text(text)
     if verdict is not None:
-        (attempt_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+        verdict.write(attempt_dir)

@@ -63,7 +63,7 @@ from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
-from .plan import ItemPlan
+from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import reference_fields
 from .sandbox import Limits
 from .sources import Submission
@@ -210,6 +210,11 @@ class Verdict(RunFacts):
         data = asdict(self)  # the item's own fields first, then the runs' facts: easier to read
         return {**{name: data[name] for name in _OWN_FIELDS}, **data}
 
+    def write(self, folder: Path) -> None:
+        """``folder/verdict.json``: what resume, the report and a person read back."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / VERDICT_FILE).write_text(json.dumps(self.to_dict(), indent=1, default=str) + "\n")
+
     @classmethod
     def from_dict(cls, data: dict) -> Verdict:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -309,14 +314,42 @@ def evaluate(
     plan: ItemPlan, submission: Submission, source_label: str, settings: Settings, item_dir: Path | None = None
 ) -> Verdict:
     """Run the gates for one item and write its verdict.json (in ``item_dir``, by default
-    the plan's item folder). The runs happen through the plan's executor (default:
-    ``execute`` in this process; a cluster's sends the task to a worker). Raises RuntimeMissing."""
-    record, library, thresholds = plan.record, plan.library, plan.thresholds
+    the plan's item folder); with a sibling check, a PASS is then judged on the sibling too.
+    The runs happen through the plan's executor (default: ``execute`` in this process; a
+    cluster's sends the task to a worker). Raises RuntimeMissing."""
     item_dir = item_dir or plan.item_dir
     fingerprint = _fingerprint(plan, submission, settings)
-    previous = _reusable_verdict(item_dir, fingerprint, settings)
-    if previous:
-        return previous
+    verdict = _reusable_verdict(item_dir, fingerprint, settings) or _judged(
+        plan, submission, source_label, settings, item_dir, fingerprint
+    )
+    if plan.sibling is not None and verdict.passed and verdict.sibling is None:
+        verdict.sibling = _sibling(plan.sibling, submission, source_label, settings, item_dir)
+        verdict.write(item_dir)
+    return verdict
+
+
+def _sibling(check: SiblingCheck, submission: Submission, source_label: str, settings: Settings, item_dir: Path):
+    """The passing solver, unchanged, on the sibling variant, judged against the oracle
+    paired beside it: a column of the report, not a gate."""
+    try:
+        plan = check.plan(item_dir / "sibling")
+        verdict = evaluate(plan, submission, source_label, dataclasses.replace(settings, sibling=False))
+    except (NoSibling, BaselineFailure) as exc:
+        return {"seed": check.seed, "outcome": None, "reason": str(exc)}
+    return {
+        "seed": check.seed,
+        "outcome": verdict.outcome,
+        "reason": verdict.reason,
+        "case_fingerprint": verdict.case_fingerprint,
+        **{name: getattr(verdict, name) for name in ("error", "tau_acc", "t_agent", "tau_time")},
+    }
+
+
+def _judged(
+    plan: ItemPlan, submission: Submission, source_label: str, settings: Settings, item_dir: Path, fingerprint: str
+) -> Verdict:
+    """The gates over the item's runs; the verdict written into ``item_dir``."""
+    record, library, thresholds = plan.record, plan.library, plan.thresholds
     task = run_task(plan, submission, settings)
     verdict = Verdict.for_item(
         record,
@@ -375,7 +408,7 @@ def evaluate(
             verdict.t_first_run,
             plan.stored.tau_first,
         )
-    (item_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
+    verdict.write(item_dir)
     return verdict
 
 

@@ -22,7 +22,7 @@ from .cases import CaseRecord
 from .evaluation import Settings, item_directory
 from .execution import Executor
 from .libraries import get_track
-from .plan import ItemPlan
+from .plan import ItemPlan, NoSibling, SiblingCheck
 from .sources import Submission
 from .sources.folder import DirectorySource, NoSubmission
 
@@ -65,26 +65,30 @@ class Placement:
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None = None, quiet: bool = False
     ) -> ItemPlan:
         """The item's plan; raises NoCalibration, and NotVaried with --pde-variants.
-        ``quiet``: no warning (a run sent ahead of its item, which warns itself when its
-        turn comes)."""
-        seed = self.settings.variant_seed
+        ``quiet``: no warning now, the plan keeps them as ``notes`` (a plan made ahead of its
+        item's turn, for runs sent ahead on a cluster: ``say`` them at the turn)."""
+        seed, published = self.settings.variant_seed, record
         if seed is not None:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
         thresholds, executor, oracle, stored = None, None, None, None
+        notes: list[str] = []
         if seed is not None or self.settings.baseline == "paired":
             oracle, executor = self._paired(record, library, machine)
             if seed is None and self.cluster is None:  # shown beside the paired thresholds
                 stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
         elif self.cluster is None:
             if not self.settings.calibrate:
-                thresholds = self._thresholds(record, library, fingerprint, self.store, quiet)
+                thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
         elif self.settings.calibrate:
             executor = self.cluster.executor(machine or next(iter(self.cluster.machines())))
         else:
-            thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, quiet)
+            thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, notes)
             executor = self.cluster.executor(timed_on)
         item_dir = item_directory(self.settings, library, record.id, machine)
+        if not quiet:
+            say(notes)
+            notes = []
         return ItemPlan(
             record,
             library,
@@ -96,17 +100,29 @@ class Placement:
             machine,
             oracle=oracle,
             stored=stored,
+            sibling=self._sibling_check(published, library, case_dir, machine),
+            notes=tuple(notes),
         )
 
-    def sibling(
-        self, record: CaseRecord, library: str, case_dir: Path | None, item_dir: Path, machine: str | None = None
-    ) -> ItemPlan:
-        """--pde-sibling: the plan of the published record's second variant, the one no
-        prompt showed, paired with the oracle; raises NotVaried, NoCalibration."""
-        varied = self._variant(record, SIBLING_SEED + (self.settings.variant_seed or 0), case_dir)
-        oracle, executor = self._paired(varied, library, machine)
-        fingerprint = case_fingerprint(varied, library)
-        return ItemPlan(varied, library, case_dir, item_dir, fingerprint, None, executor, machine, oracle=oracle)
+    def _sibling_check(
+        self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None
+    ) -> SiblingCheck | None:
+        """--pde-sibling: how to plan the published record's second variant, the one no prompt
+        showed, paired with the oracle (made only after a PASS: a variant costs a draw)."""
+        if not self.settings.sibling:
+            return None
+        seed = SIBLING_SEED + (self.settings.variant_seed or 0)
+
+        def plan(item_dir: Path) -> ItemPlan:
+            try:
+                varied = self._variant(record, seed, case_dir)
+                oracle, executor = self._paired(varied, library, machine)
+            except (NotVaried, NoCalibration) as exc:
+                raise NoSibling(str(exc)) from None
+            fingerprint = case_fingerprint(varied, library)
+            return ItemPlan(varied, library, case_dir, item_dir, fingerprint, None, executor, machine, oracle=oracle)
+
+        return SiblingCheck(seed, plan)
 
     def _variant(self, record: CaseRecord, seed: int, case_dir: Path | None) -> CaseRecord:
         if self.vary is None:
@@ -141,7 +157,7 @@ class Placement:
         return self._stores[machine]
 
     def _thresholds(
-        self, record: CaseRecord, library: str, fingerprint: str, store: CalibrationStore, quiet: bool
+        self, record: CaseRecord, library: str, fingerprint: str, store: CalibrationStore, notes: list[str]
     ) -> ResolvedThresholds:
         thresholds = store.thresholds(record, library, self.settings.alphas, fingerprint)
         if thresholds is None:
@@ -149,12 +165,11 @@ class Placement:
                 f"no calibration for case {record.id!r} on {library} (machine {store.machine_for(library)}): "
                 f"run `pdebench calibrate --library {library}{self.settings.calibrate_hint}` first"
             )
-        if not quiet:
-            _warn_if_foreign(record, library, thresholds, store)
+        notes += _foreign(record, library, thresholds, store)
         return thresholds
 
     def _cluster_thresholds(
-        self, record: CaseRecord, library: str, fingerprint: str, quiet: bool
+        self, record: CaseRecord, library: str, fingerprint: str, notes: list[str]
     ) -> tuple[ResolvedThresholds, str]:
         cluster = cast("Cluster", self.cluster)  # plan() comes here only with a cluster
         classes = cluster.machines()
@@ -173,18 +188,20 @@ class Placement:
                 f"`pdebench calibrate --library {library} --cluster {cluster.address}` first"
             )
         thresholds, machine = found[0]
-        if not quiet:
-            _warn_if_foreign(record, library, thresholds, self.store_for(machine))
+        notes += _foreign(record, library, thresholds, self.store_for(machine))
         return thresholds, machine
 
 
-def _warn_if_foreign(record: CaseRecord, library: str, thresholds: ResolvedThresholds, store: CalibrationStore) -> None:
-    if thresholds.foreign_machine:
-        warnings.warn(
-            PdeBenchWarning(
-                f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
-                f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures "
-                "one there"
-            ),
-            stacklevel=2,
-        )
+def _foreign(record: CaseRecord, library: str, thresholds: ResolvedThresholds, store: CalibrationStore) -> list[str]:
+    if not thresholds.foreign_machine:
+        return []
+    return [
+        f"{record.id}[{library}]: runtime threshold from the {thresholds.source}, not from the machine "
+        f"that times it ({store.machine_for(library)}); `pdebench calibrate --library {library}` measures one there"
+    ]
+
+
+def say(notes) -> None:
+    """A plan's warnings, as PdeBenchWarning."""
+    for note in notes:
+        warnings.warn(PdeBenchWarning(note), stacklevel=3)

@@ -6,6 +6,7 @@ gates and the run site, so that none of them looks it up again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,20 @@ from .calibration import ResolvedThresholds
 from .cases import CaseRecord
 from .execution import Executor
 from .sources import Submission
+
+
+class NoSibling(Exception):
+    """The item's sibling cannot be judged (no variant, no oracle for it); the message says why."""
+
+
+@dataclass(frozen=True)
+class SiblingCheck:
+    """--pde-sibling: the published record's second variant, the one no prompt showed, judged
+    with a passing submission; ``plan(folder)`` makes its plan (paired with the oracle), or
+    raises NoSibling."""
+
+    seed: int
+    plan: Callable[[Path], ItemPlan]
 
 
 @dataclass(frozen=True)
@@ -29,6 +44,12 @@ class ItemPlan:
     # (thresholds then None), and the stored calibration's thresholds, shown beside them if there are any
     oracle: Submission | None = None
     stored: ResolvedThresholds | None = None
+    sibling: SiblingCheck | None = None  # --pde-sibling: judged after a PASS (evaluation.py)
+    notes: tuple[str, ...] = ()  # warnings of a plan made quietly (ahead of its turn), said at its turn
+
+    def attempt_dir(self, attempt: int) -> Path:
+        """The folder of attempt ``attempt`` of a source that keeps one per attempt."""
+        return self.item_dir / f"attempt-{attempt}"
 
     @property
     def key(self) -> tuple[str, str, str | None]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .evaluation import run_task, will_run
 from .libraries import RuntimeMissing
-from .placement import NoCalibration, NotVaried, Placement
+from .placement import NoCalibration, NotVaried, Placement, say
 from .plan import ItemPlan
 from .sources import Source
 
@@ -25,6 +25,7 @@ class RunAhead:
         self._queued: list = []  # (record, library, machine, case_dir) of the items, in order
         self._position: dict = {}  # (case id, library, machine) -> index in _queued
         self._next = 0  # the next to send
+        self._plans: dict[tuple, ItemPlan] = {}  # plans made to send runs ahead, until their item's turn
 
     def prefetch(self, items) -> None:
         """Queue the collected case items and send the first runs."""
@@ -37,6 +38,14 @@ class RunAhead:
             (record.id, library, machine): k for k, (record, library, machine, _) in enumerate(self._queued)
         }
         self.top_up()
+
+    def plan_of(self, case_id: str, library: str, machine: str | None) -> ItemPlan | None:
+        """The plan made for an item whose runs were sent ahead (planned once: the item takes
+        it, and the warnings it kept are said now), or None."""
+        plan = self._plans.pop((case_id, library, machine), None)
+        if plan is not None:
+            say(plan.notes)
+        return plan
 
     def turn_of(self, plan: ItemPlan) -> None:
         """The item whose turn it is will not be sent ahead again (if it was not yet, its own
@@ -62,8 +71,8 @@ class RunAhead:
                 self.placement.settings.runtime(library)
             except (NoCalibration, NotVaried, RuntimeMissing):
                 continue  # the item says why itself
-            # ignore: a prefetchable source (the folder's) needs no item folder, the protocol's a Path
-            draft = self.source.draft(plan.record, library, None, 1, None)  # type: ignore[arg-type]
+            self._plans[(record.id, library, machine)] = plan
+            draft = self.source.draft(plan, 1, None)
             if draft.submission is None:
                 continue
             if will_run(plan, draft.submission, self.placement.settings):

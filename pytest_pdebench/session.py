@@ -6,9 +6,7 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 import os
 import signal
 from dataclasses import dataclass
@@ -21,9 +19,9 @@ from .attempts import run_attempts
 from .calibration import CalibrationStore, machine_key, now_iso
 from .cases import CaseRecord
 from .containers import image_digest
-from .evaluation import VERDICT_FILE, BaselineFailure, Settings, Verdict, evaluate
+from .evaluation import Settings, Verdict
 from .libraries import RuntimeMissing
-from .placement import SIBLING_SEED, NoCalibration, NotVaried, Placement
+from .placement import SIBLING_SEED, Placement
 from .scheduling import RunAhead
 from .shards import Shard, assign, expected_cost, selection_digest
 from .sources import Source
@@ -101,41 +99,18 @@ class PdeRun:
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
         """The item's verdict; ``machine``: the class of a cluster's workers it calibrates.
         Raises placement.NoCalibration."""
-        # planned before any model call: no money spent on an item that cannot be judged
-        plan = self.placement.plan(record, library, case_dir, machine)
-
-        def gates(submission, attempt_dir):
-            verdict = evaluate(plan, submission, self.source.label, self.settings, item_dir=attempt_dir)
-            if self.settings.sibling and verdict.passed and verdict.sibling is None:
-                verdict.sibling = self._sibling(record, library, case_dir, machine, submission, attempt_dir)
-                (attempt_dir / VERDICT_FILE).write_text(json.dumps(verdict.to_dict(), indent=1, default=str) + "\n")
-            return verdict
-
-        if self.ahead is not None:
-            self.ahead.turn_of(plan)
+        # planned before any model call: no money spent on an item that cannot be judged;
+        # an item whose runs were sent ahead on a cluster has its plan already
+        plan = self.ahead.plan_of(record.id, library, machine) if self.ahead is not None else None
+        if plan is None:
+            plan = self.placement.plan(record, library, case_dir, machine)
+        if self.ahead is None:
+            return run_attempts(self.source, plan, self.settings)
+        self.ahead.turn_of(plan)
         try:
-            return run_attempts(self.source, plan, gates)
+            return run_attempts(self.source, plan, self.settings)
         finally:
-            if self.ahead is not None:
-                self.ahead.done_with(plan)
-
-    def _sibling(self, record, library, case_dir, machine, submission, attempt_dir: Path) -> dict:
-        """--pde-sibling: the passing solver, unchanged, on the published record's second
-        variant (its seed in ``placement.SIBLING_SEED``), judged against the oracle paired
-        beside it; a column of the report, not a gate."""
-        seed = SIBLING_SEED + (self.settings.variant_seed or 0)
-        try:
-            plan = self.placement.sibling(record, library, case_dir, attempt_dir / "sibling", machine)
-            verdict = evaluate(plan, submission, self.source.label, dataclasses.replace(self.settings, sibling=False))
-        except (NotVaried, NoCalibration, BaselineFailure) as exc:
-            return {"seed": seed, "outcome": None, "reason": str(exc)}
-        return {
-            "seed": seed,
-            "outcome": verdict.outcome,
-            "reason": verdict.reason,
-            "case_fingerprint": verdict.case_fingerprint,
-            **{name: getattr(verdict, name) for name in ("error", "tau_acc", "t_agent", "tau_time")},
-        }
+            self.ahead.done_with(plan)
 
     def calibration_classes(self) -> list[str | None]:
         return self.placement.calibration_classes()

@@ -1,8 +1,9 @@
 """What a source of solvers deals in, and nothing else: the submission (solver files), a
-source's draft of one attempt, the feedback it may see, and the ``Source`` protocol that
-a folder of solvers (``submissions.py``), a model (``generation.py``) and a code agent
-(``agents/``) implement. The attempt loop that drives them is ``attempts.py``; the
-gates that judge a submission never learn which kind of source wrote it.
+source's draft of one attempt, the feedback it may see, the item as a source sees it
+(``ItemView``: the item's plan, plan.py, is one) and the ``Source`` protocol that a folder
+of solvers (``folder.py``), a model (``model.py``) and a code agent (``agents/``)
+implement. The attempt loop that drives them is ``attempts.py``; the gates that judge a
+submission never learn which kind of source wrote it.
 """
 
 from __future__ import annotations
@@ -50,14 +51,27 @@ class Feedback:
     facts: dict  # prompts.feedback_of: outcome, reason, error / wall time, stderr tail
 
 
+class ItemView(Protocol):
+    """What a source uses of an item's plan (plan.ItemPlan): the record and track, the item's
+    audit folder and an attempt's, and the case's fingerprint."""
+
+    @property
+    def record(self) -> CaseRecord: ...
+    @property
+    def library(self) -> str: ...
+    @property
+    def item_dir(self) -> Path: ...
+    @property
+    def case_fingerprint(self) -> str: ...
+    def attempt_dir(self, attempt: int) -> Path: ...
+
+
 class Source(Protocol):
     label: str
     attempts: int
     attempt_folders: bool
 
-    def draft(
-        self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None
-    ) -> Draft: ...
+    def draft(self, item: ItemView, attempt: int, feedback: Feedback | None) -> Draft: ...
 
     def summary(self, history: list[dict]) -> dict | None: ...
 

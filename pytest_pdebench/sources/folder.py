@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..cases import CaseRecord
 from ..libraries import get_track
-from . import Draft, Submission
+from . import Draft, ItemView, Submission
 
 HELPER_SUFFIXES = {".py": (".py",), ".cpp": (".h", ".hpp"), ".cc": (".h", ".hpp")}
 
@@ -92,9 +92,9 @@ class DirectorySource:
             )
         return target.read_bytes()
 
-    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback=None):
+    def draft(self, item: ItemView, attempt: int, feedback=None):
         try:
-            return Draft(self.submission_for(record, library, get_track(library).suffixes))
+            return Draft(self.submission_for(item.record, item.library, get_track(item.library).suffixes))
         except NoSubmission as exc:
             return Draft(None, reason=str(exc))
 

@@ -28,7 +28,7 @@ from ..llm.extract import extract_code
 from ..llm.registry import ModelSpec, RegistryError, api_key, resolve_model
 from ..prompts import feedback_prompt, single_shot_prompt
 from ..scaffolds import SUPPORTED, scaffold_for
-from . import Draft, Feedback, NotRun, Submission
+from . import Draft, Feedback, ItemView, NotRun, Submission
 from .agents import agent_source
 
 NO_CODE = "no code in response"
@@ -54,8 +54,9 @@ class ModelSource:
     def run_label(self) -> str:  # names the run's output folder
         return self.spec.slug
 
-    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+    def draft(self, item: ItemView, attempt: int, feedback: Feedback | None) -> Draft:
         """Prompt (the repair prompt after a failed attempt), call, extract."""
+        record, library = item.record, item.library
         base = self.base_prompt(record, library)
         prompt = base if feedback is None else feedback_prompt(attempt, feedback.code, feedback.facts, base)
         try:
@@ -88,9 +89,7 @@ class ModelSource:
         if code is None:
             return Draft(None, reason=NO_CODE, usage=usage, audit=audit)
         solver_name = "solver.cpp" if library == "dealii" else "solver.py"
-        submission = Submission(
-            solver_name, {solver_name: code.encode()}, str(item_dir / f"attempt-{attempt}" / solver_name)
-        )
+        submission = Submission(solver_name, {solver_name: code.encode()}, str(item.attempt_dir(attempt) / solver_name))
         return Draft(submission, usage=usage, audit=audit)
 
     def summary(self, history: list[dict]) -> dict:

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ...calibration import case_fingerprint
 from ...cases import CaseRecord, agent_view
 from ...llm.cache import SpendLedger
 from ...llm.registry import ModelSpec
 from ...prompts import agent_answer, agent_feedback_task, single_shot_prompt
 from ...run_files import UnsafeOutput, read_run_file
-from .. import Draft, Feedback, NotRun, Submission
+from .. import Draft, Feedback, ItemView, NotRun, Submission
 from ..folder import HELPER_SUFFIXES
 from .proxy import MeteringProxy
 
@@ -98,7 +97,7 @@ class AgentSource:
             view, record.evaluation_config.timeout_sec, self.guides_dir, answer=agent_answer(library)
         )
 
-    def draft(self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None) -> Draft:
+    def draft(self, item: ItemView, attempt: int, feedback: Feedback | None) -> Draft:
         """The attempt's draft: the agent's run, or under --pde-resume the stored draft of the
         same attempt (same agent, model, case and feedback), so an interrupted run does not
         pay for finished agents again."""
@@ -107,7 +106,7 @@ class AgentSource:
                 [
                     self.label,
                     getattr(self, "command", ""),
-                    case_fingerprint(record, library),
+                    item.case_fingerprint,
                     attempt,
                     feedback.facts if feedback else None,
                 ],
@@ -115,12 +114,12 @@ class AgentSource:
                 default=str,
             ).encode()
         ).hexdigest()[:16]
-        attempt_dir = item_dir / f"attempt-{attempt}"
+        attempt_dir = item.attempt_dir(attempt)
         if self.settings.resume:
             stored = _stored_draft(attempt_dir, key)
             if stored is not None:
                 return stored
-        draft = self._run_attempt(record, library, item_dir, attempt, feedback)
+        draft = self._run_attempt(item, attempt, feedback)
         draft.audit[DRAFT_FILE] = (
             json.dumps(
                 {
@@ -138,14 +137,13 @@ class AgentSource:
         )
         return draft
 
-    def _run_attempt(
-        self, record: CaseRecord, library: str, item_dir: Path, attempt: int, feedback: Feedback | None
-    ) -> Draft:
+    def _run_attempt(self, item: ItemView, attempt: int, feedback: Feedback | None) -> Draft:
         if self.ledger.exhausted():  # as for a model: the items after the budget are not run
             raise NotRun(
                 f"budget reached: ${self.ledger.spent():.2f} of ${self.ledger.budget:.2f} spent "
                 f"(--pde-budget); no new agent runs"
             )
+        record, library, item_dir = item.record, item.library, item.item_dir
         workspace = item_dir / WORKSPACE
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
             for stale in (workspace, item_dir / AGENT_CACHE):  # nothing carried over from an earlier run
@@ -203,7 +201,7 @@ class AgentSource:
             "agent_status": end.status,
         }
         try:
-            submission = _harvest(workspace, solver, item_dir / f"attempt-{attempt}")
+            submission = _harvest(workspace, solver, item.attempt_dir(attempt))
         except UnsafeOutput as exc:
             return Draft(None, reason=f"the files the agent left are refused: {exc}", usage=usage, audit=audit)
         if submission is not None:

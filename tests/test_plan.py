@@ -1,0 +1,164 @@
+"""The item's path between its plan and its verdict (issue 47), at the seams and without
+runs: the placement makes the plan, the attempt loop drafts from it and judges, a PASS is
+judged on the sibling the plan names, and an item whose runs were sent ahead on a cluster
+is planned once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pytest_pdebench.attempts import run_attempts
+from pytest_pdebench.calibration import CalibrationStore, case_fingerprint
+from pytest_pdebench.cases import CaseRecord
+from pytest_pdebench.evaluation import VERDICT_FILE, Settings, Verdict, _fingerprint, evaluate
+from pytest_pdebench.placement import NoCalibration, PdeBenchWarning, Placement
+from pytest_pdebench.plan import ItemPlan, NoSibling, SiblingCheck
+from pytest_pdebench.scheduling import RunAhead
+from pytest_pdebench.sources import Draft, Submission
+from pytest_pdebench.testing import record_dict, write_calibration
+
+SOLVER = Submission("solver.py", {"solver.py": b"def solve(case_spec): pass\n"}, "here")
+
+
+def record(case_id: str = "poisson_basic") -> CaseRecord:
+    return CaseRecord.model_validate(record_dict(case_id))
+
+
+def plan_of(tmp_path: Path, **fields) -> ItemPlan:
+    item = record()
+    return ItemPlan(item, "dolfinx", None, tmp_path / "item", case_fingerprint(item, "dolfinx"), None, **fields)
+
+
+class ScriptedSource:
+    """Drafts the scripted submissions in turn and remembers what it was given."""
+
+    label, attempts, attempt_folders = "scripted", 3, True
+
+    def __init__(self, drafts):
+        self.drafts, self.seen = list(drafts), []
+
+    def draft(self, item, attempt, feedback):
+        self.seen.append((item, attempt, feedback))
+        return self.drafts.pop(0)
+
+    def summary(self, history):
+        return {"attempts": history}
+
+
+def test_the_attempt_loop_drafts_from_the_plan_and_writes_each_attempt_and_the_item(tmp_path):
+    plan = plan_of(tmp_path)
+    source = ScriptedSource([Draft(None, reason="no code", audit={"prompt.md": "p"}), Draft(SOLVER), Draft(SOLVER)])
+    outcomes = iter(["F-Acc", "PASS"])
+
+    def gates(submission, attempt_dir):
+        verdict = Verdict.for_item(plan.record, plan.library, "scripted", outcome=next(outcomes), reason="r")
+        verdict.write(attempt_dir)
+        return verdict
+
+    verdict = run_attempts(source, plan, Settings(tmp_path), gates)
+    assert verdict.outcome == "PASS" and [attempt for _, attempt, _ in source.seen] == [1, 2, 3]
+    assert all(item is plan for item, _, _ in source.seen)  # the plan itself, not its parts
+    assert source.seen[1][2].facts["outcome"] == "F-Exec" and source.seen[2][2].code == "def solve(case_spec): pass\n"
+    assert [h["outcome"] for h in verdict.llm["attempts"]] == ["F-Exec", "F-Acc", "PASS"]
+    assert (plan.attempt_dir(1) / "prompt.md").read_text() == "p"
+    assert json.loads((plan.attempt_dir(1) / VERDICT_FILE).read_text())["reason"] == "no code"
+    assert json.loads((plan.item_dir / VERDICT_FILE).read_text())["outcome"] == "PASS"
+
+
+def test_the_placement_plans_an_item_with_its_thresholds_or_says_why_not(tmp_path):
+    data = record_dict()
+    settings = Settings(tmp_path / "out")
+    store = CalibrationStore(write_calibration(tmp_path / "calibrations", "dolfinx", [data], 1e-4, 0.5))
+    plan = Placement(settings, store).plan(record(), "dolfinx", tmp_path)
+    assert plan.item_dir == tmp_path / "out" / "dolfinx" / "poisson_basic" and plan.case_dir == tmp_path
+    assert plan.thresholds.e_base == 1e-4 and plan.thresholds.t_base == 0.5 and plan.sibling is None
+    assert plan.case_fingerprint == case_fingerprint(record(), "dolfinx") and plan.notes == ()
+    with pytest.raises(NoCalibration, match="pdebench calibrate --library dolfinx"):
+        Placement(settings, CalibrationStore(tmp_path / "none")).plan(record(), "dolfinx", tmp_path)
+
+
+def test_a_plan_made_quietly_keeps_its_warnings_for_the_items_turn(tmp_path):
+    data = record_dict()  # thresholds materialized from another machine's calibration, none here
+    data["evaluation_metadata"]["thresholds"] = {
+        "dolfinx": {"e_base": 1e-4, "t_base": 0.5, "tau_acc": 1e-3, "tau_time": 1.5, "machine": "other-machine"}
+    }
+    item = CaseRecord.model_validate(data)
+    placement = Placement(Settings(tmp_path / "out"), CalibrationStore(tmp_path / "none"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet = placement.plan(item, "dolfinx", tmp_path, quiet=True)
+    assert not caught and len(quiet.notes) == 1 and "not from the machine that times it" in quiet.notes[0]
+    with pytest.warns(PdeBenchWarning, match="not from the machine that times it"):
+        loud = placement.plan(item, "dolfinx", tmp_path)
+    assert loud.notes == ()
+
+
+def test_a_pass_is_judged_on_the_sibling_the_plan_names(tmp_path):
+    """A resumed PASS (no runs here) whose sibling cannot be planned: the verdict says why,
+    and the item's verdict.json has it; without a PASS the sibling is not asked for."""
+    asked = []
+
+    def no_sibling(folder):
+        asked.append(folder)
+        raise NoSibling("not one of the suite's designs")
+
+    settings = Settings(tmp_path / "out", resume=True, sibling=True)
+    plan = plan_of(tmp_path, sibling=SiblingCheck(1_000_007, no_sibling))
+    for outcome in ("F-Acc", "PASS"):
+        stored = Verdict.for_item(plan.record, plan.library, "s", outcome=outcome,
+                                  fingerprint=_fingerprint(plan, SOLVER, settings))  # fmt: skip
+        stored.write(plan.item_dir)
+        verdict = evaluate(plan, SOLVER, "s", settings)
+        assert verdict.outcome == outcome
+    assert asked == [plan.item_dir / "sibling"]
+    expected = {"seed": 1_000_007, "outcome": None, "reason": "not one of the suite's designs"}
+    assert verdict.sibling == expected
+    assert json.loads((plan.item_dir / VERDICT_FILE).read_text())["sibling"] == expected
+
+
+class FakeCluster:
+    ahead = 4
+
+    def __init__(self):
+        self.discarded = []
+
+    def in_flight(self):
+        return 0
+
+    def discard(self, library, case_id):
+        self.discarded.append((library, case_id))
+
+
+class CountingPlacement:
+    def __init__(self, settings, tmp_path):
+        self.settings, self.tmp_path, self.calls = settings, tmp_path, 0
+
+    def plan(self, record, library, case_dir, machine=None, quiet=False):
+        self.calls += 1
+        return dataclasses.replace(plan_of(self.tmp_path), notes=("kept for the turn",) if quiet else ())
+
+
+class NothingToSend:
+    prefetchable, label = True, "folder"
+
+    def draft(self, item, attempt, feedback):
+        assert isinstance(item, ItemPlan) and item.item_dir is not None  # a real plan, not parts of one
+        return Draft(None, reason="no solver")
+
+
+def test_an_item_sent_ahead_on_a_cluster_is_planned_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(Settings, "runtime", lambda self, library: None)
+    placement = CountingPlacement(Settings(tmp_path / "out"), tmp_path)
+    ahead = RunAhead(FakeCluster(), NothingToSend(), placement)  # type: ignore[arg-type]
+    item = type("Item", (), {"record": record(), "library": "dolfinx", "machine": None, "path": tmp_path / "c.jsonl"})
+    ahead.prefetch([item()])
+    assert placement.calls == 1
+    with pytest.warns(PdeBenchWarning, match="kept for the turn"):
+        plan = ahead.plan_of("poisson_basic", "dolfinx", None)
+    assert plan is not None and placement.calls == 1
+    assert ahead.plan_of("poisson_basic", "dolfinx", None) is None  # taken once
