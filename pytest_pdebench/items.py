@@ -18,6 +18,7 @@ from .sources import NotRun
 
 if TYPE_CHECKING:
     from .evaluation import Settings, Verdict
+    from .placement import Placement
     from .sources import Source
 
 
@@ -32,7 +33,8 @@ class CaseRun(Protocol):
     validate: bool
     static_only: bool
 
-    def calibration_classes(self) -> list[str | None]: ...
+    @property
+    def placement(self) -> Placement: ...
 
     def missing_track(self, library: str) -> str | None: ...
 
@@ -60,7 +62,7 @@ class CaseFile(pytest.File):
             yield from self._validation_items(seen)
             return
         try:
-            classes = run.calibration_classes()  # a cluster of several machine classes: one item each
+            classes = run.placement.calibration_classes()  # a cluster of several machine classes: one item each
             for line, record in iter_case_file(self.path):
                 claim_id(seen, record, self.path, line)
                 for library in run.libraries:

@@ -387,7 +387,9 @@ class _Recorder:
 def pytest_collection_modifyitems(session, config, items):
     run = config.stash.get(PDE_RUN, None)
     if run is not None and run.shard is not None:
-        mine, others = run.keep_shard(items)
+        from .shards import keep
+
+        mine, others, run.shard_info = keep(items, run.shard, run.settings.runs)
         if others:
             config.hook.pytest_deselected(items=others)
         items[:] = mine

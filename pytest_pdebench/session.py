@@ -23,7 +23,7 @@ from .evaluation import Settings, Verdict
 from .libraries import RuntimeMissing
 from .placement import SIBLING_SEED, Placement
 from .scheduling import RunAhead
-from .shards import Shard, assign, expected_cost, selection_digest
+from .shards import Shard
 from .sources import Source
 from .sources.folder import DirectorySource
 from .speed import RunConditions
@@ -112,9 +112,6 @@ class PdeRun:
         finally:
             self.ahead.done_with(plan)
 
-    def calibration_classes(self) -> list[str | None]:
-        return self.placement.calibration_classes()
-
     def write_calibration(self, verdicts: list[dict]) -> dict[str, Path]:
         """Store the baselines of the passing calibration items (controller only)."""
         written = {}
@@ -146,26 +143,6 @@ class PdeRun:
                     library, entries, self.timing.of(library)
                 )
         return written
-
-    def keep_shard(self, items: list) -> tuple[list, list]:
-        """--pde-shard: (this shard's items, the others) of the selected items."""
-        shard = cast(Shard, self.shard)  # called with --pde-shard only (plugin.py)
-        cases = [item for item in items if hasattr(item, "record")]
-        shard_of = assign(
-            [
-                (item.nodeid, item.record.family, expected_cost(item.record, item.library, self.settings.runs))
-                for item in cases
-            ],
-            shard.count,
-        )
-        mine = [item for item in items if shard_of.get(item.nodeid, 1) == shard.index]
-        self.shard_info = {
-            "index": shard.index,
-            "count": shard.count,
-            "selected": len(items),
-            "selection": selection_digest(item.nodeid for item in items),
-        }
-        return mine, [item for item in items if shard_of.get(item.nodeid, 1) != shard.index]
 
     def prefetch(self, items) -> None:
         """--pde-cluster: send the runs of the collected items ahead (scheduling.py)."""
@@ -216,22 +193,23 @@ class PdeRun:
             "runner": {library: self.settings.runner_for(library) for library in self.libraries},
             "speed_probe_sec": self.timing.probe_sec(),
             "speed_drift": {library: self.timing.drift(library) for library in self.libraries},
-            **self._images(),
+            **_images(self.settings, self.libraries),
         }
-
-    def _images(self) -> dict:
-        """The container backend: the image id and digest each library ran in."""
-        if self.settings.sandbox != "docker":
-            return {}
-        images = {}
-        for library in self.libraries:
-            try:
-                image = self.settings.runtime(library).image
-            except RuntimeMissing:
-                continue
-            images[library] = {"id": image, "digest": image_digest(cast(str, image))}  # a container runtime's
-        return {"images": images}
 
     @property
     def mode(self) -> str:
         return "validation" if self.validate else "calibration" if self.settings.calibrate else "evaluation"
+
+
+def _images(settings: Settings, libraries) -> dict:
+    """The container backend: the image id and digest each library ran in."""
+    if settings.sandbox != "docker":
+        return {}
+    images = {}
+    for library in libraries:
+        try:
+            image = settings.runtime(library).image
+        except RuntimeMissing:
+            continue
+        images[library] = {"id": image, "digest": image_digest(cast(str, image))}  # a container runtime's
+    return {"images": images}

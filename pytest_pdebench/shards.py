@@ -132,3 +132,21 @@ def merge_reports(paths: list[Path]) -> dict:
     )
     merged.pop("collectors", None)  # per shard; a merged run has no single collection
     return merged
+
+
+def keep(items: list, shard: Shard, runs: int) -> tuple[list, list, dict]:
+    """--pde-shard: (this shard's items, the others, which part of what selection: the
+    report's ``shard``, which ``merge_reports`` checks) of the selected items."""
+    cases = [item for item in items if hasattr(item, "record")]
+    shard_of = assign(
+        [(item.nodeid, item.record.family, expected_cost(item.record, item.library, runs)) for item in cases],
+        shard.count,
+    )
+    mine = [item for item in items if shard_of.get(item.nodeid, 1) == shard.index]
+    info = {
+        "index": shard.index,
+        "count": shard.count,
+        "selected": len(items),
+        "selection": selection_digest(item.nodeid for item in items),
+    }
+    return mine, [item for item in items if shard_of.get(item.nodeid, 1) != shard.index], info
