@@ -31,7 +31,7 @@ class ClusterError(RuntimeError):
 
 
 class _Executor:
-    """``evaluation.Executor`` for a cluster: an item's runs on a worker of ``machine`` (the
+    """``execution.Executor`` for a cluster: an item's runs on a worker of ``machine`` (the
     class its thresholds were measured on). The worker times every well-formed run; the
     gates drop what a local run would not have timed."""
 
@@ -187,7 +187,7 @@ class Cluster:
             return len(self.pending)
 
     def executor(self, machine: str) -> _Executor:
-        """The ``evaluation.Executor`` of items whose runs go to workers of ``machine``."""
+        """The ``execution.Executor`` of items whose runs go to workers of ``machine``."""
         return _Executor(self, machine)
 
     def take(self, task: RunTask, machine: str) -> Execution:

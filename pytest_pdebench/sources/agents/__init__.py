@@ -7,7 +7,7 @@ submission, in a fresh sandbox. Its model calls all go through the metering prox
 (``proxy.py``), which holds the real key, prices every call with the registry and
 enforces the item's cost limit and the run's budget.
 
-- ``mini-swe-agent`` (``minisweagent.py``): the agent loop runs on the host; each shell
+- ``mini-swe-agent`` (``mini_swe.py``): the agent loop runs on the host; each shell
   command it issues runs in the item's sandbox.
 - any other value is a command line (``command.py``) run *inside* the sandbox, whose only
   way out is the proxy, served on the sandbox's loopback.
