@@ -189,3 +189,16 @@ def test_levels_are_taken_of_the_reference_grade_not_of_the_leaner_anchor():
     info = run_oracle(ORACLE / "dolfinx", "stokes", spec, arrays, 1.0)[1]
     assert info["mesh_resolution"] == flow.REFERENCE_CELLS_PER_LENGTH > anchor
     assert flow.CELLS_PER_LENGTH == anchor
+
+
+@dolfinx
+def test_a_slow_navier_stokes_flow_refines_with_the_level():
+    """nu >= the oracle's SLOW_FLOW_NU runs on SLOW_FLOW_CELLS_PER_LENGTH: that constant is
+    graded too (it was set but not scaled, so every level solved on one mesh)."""
+    from pytest_pdebench.authoring.refinement import run_oracle
+
+    record = CaseRecord.model_validate(record_dict("navier_stokes_square"))  # nu = 0.1
+    spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
+    cells = [run_oracle(ORACLE / "dolfinx", "navier_stokes", spec, arrays, level)[1]["mesh_resolution"]
+             for level in (0.5, 1.0, 2.0)]  # fmt: skip
+    assert cells[0] < cells[1] < cells[2] and cells[2] == 4 * cells[0], cells

@@ -107,7 +107,7 @@ def _reference_grade(modules: list, level: float) -> list[tuple]:
                 continue
             saved.append((target, name, getattr(target, name)))
             value = getattr(target, f"REFERENCE_{name}", getattr(target, name))
-            if name.startswith("CELLS_PER_"):
+            if "CELLS_PER_" in name:  # SLOW_FLOW_CELLS_PER_LENGTH too
                 value = max(2, round(value * level))
             setattr(target, name, value)
     return saved
