@@ -533,7 +533,7 @@ def write_case_file(path: Path, records: list[CaseRecord]) -> None:
     os.replace(tmp, path)  # a reader never sees half a file (calibration and materialize run side by side)
 
 
-# --- the JSON Schema of a record (cases/schema.json; schema.py writes it) ---
+# --- the JSON Schema of a record (cases/schema.json: `pdebench schema` writes schema_text) ---
 
 SCHEMA_ID = "https://pytest-pdebench.invalid/schema/case-record.json"
 
@@ -562,3 +562,9 @@ def schema_errors(data) -> list[str]:
         where = "/".join(str(p) for p in error.absolute_path) or "(record)"
         messages.append(f"at {where}: {error.message[:300]}")
     return messages
+
+
+def schema_text() -> str:
+    """``cases/schema.json`` as ``pdebench schema`` writes it (a test keeps the two identical,
+    so tools outside Python can validate records too)."""
+    return json.dumps(case_record_schema(), indent=2, sort_keys=True) + "\n"

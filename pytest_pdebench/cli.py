@@ -29,14 +29,13 @@ from .authoring.upstream import import_to
 from .authoring.variants import write_variants
 from .bundled import bundled
 from .calibration import materialize_case_files
-from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file
+from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file, schema_text
 from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
 from .leaks import leak_audit
 from .llm.tokens import run_cost
 from .prompts import item_prompts, single_shot_prompt
 from .report import stage_rates, tables_by_library
 from .scaffolds import scaffold_for
-from .schema import schema_text
 from .shards import ShardError, merge_reports
 
 say = functools.partial(print, flush=True)  # progress of long commands, seen as it happens in a log

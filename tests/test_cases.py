@@ -5,8 +5,7 @@ import pytest
 
 from pytest_pdebench import pdes
 from pytest_pdebench.authoring.starter import starter_records
-from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases
-from pytest_pdebench.schema import schema_errors, schema_text
+from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases, schema_errors, schema_text
 from pytest_pdebench.testing import REPO, STARTER, UPSTREAM, record_dict, write_jsonl
 from pytest_pdebench.validation import static_problems
 
