@@ -286,17 +286,26 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
+def calibration_setting(record: CaseRecord, library: str) -> dict | None:
+    """The settings the oracle calibrates this item with, or None (then it uses its own)."""
+    config = record.evaluation_metadata.calibration_config
+    setting = config.settings.get(library) if config else None
+    return setting.model_dump(exclude_none=True) if setting else None
+
+
 def check_baseline(
     record: CaseRecord,
+    library: str,
+    *,
     e_base: float,
     t_base: float,
     solver_info: dict,
     reference_norm: float,
     alphas: Alphas,
-    setting: dict | None = None,
 ) -> str | None:
-    """Why a baseline cannot be used (pitfalls seen in the public harness), or None.
-    ``setting``: the calibration setting the run was given, which the baseline must have used."""
+    """Why a baseline of the item (``record`` on ``library``) cannot be used (pitfalls seen
+    in the public harness), or None. It must have run the record's calibration setting."""
+    setting = calibration_setting(record, library)
     alpha_acc, alpha_time, tau_min, tau_max = alphas.resolve(record)
     if not math.isfinite(e_base):
         return f"baseline error is not finite ({e_base})"

@@ -58,7 +58,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import gates, metrics
-from .calibration import Alphas, ResolvedThresholds, check_baseline
+from .calibration import Alphas, ResolvedThresholds, calibration_setting, check_baseline
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
@@ -222,13 +222,6 @@ class Verdict(RunFacts):
 
 
 _OWN_FIELDS = [name for name in Verdict.__dataclass_fields__ if name not in RunFacts.__dataclass_fields__]
-
-
-def calibration_setting(record: CaseRecord, library: str) -> dict | None:
-    """The settings the oracle calibrates this item with, or None (then it uses its own)."""
-    config = record.evaluation_metadata.calibration_config
-    setting = config.settings.get(library) if config else None
-    return setting.model_dump(exclude_none=True) if setting else None
 
 
 def item_directory(settings: Settings, library: str, case_id: str, machine: str | None = None) -> Path:
@@ -489,12 +482,12 @@ class _Judge:
     def _check_baseline(self, e_base: float, t_base: float) -> None:
         problem = check_baseline(
             self.record,
-            e_base,
-            t_base,
-            self.baseline_info,
-            float(np.linalg.norm(self.reference[self.valid])),
-            self.settings.alphas,
-            calibration_setting(self.record, self.verdict.library),
+            self.verdict.library,
+            e_base=e_base,
+            t_base=t_base,
+            solver_info=self.baseline_info,
+            reference_norm=float(np.linalg.norm(self.reference[self.valid])),
+            alphas=self.settings.alphas,
         )
         if problem:
             raise BaselineFailure(f"the paired oracle's baseline cannot set thresholds: {problem}")
@@ -575,12 +568,12 @@ class _Judge:
             verdict.e_base, verdict.t_base = verdict.error, verdict.t_agent
             verdict.calibration_problem = check_baseline(
                 self.record,
-                cast(float, verdict.error),  # set by the gated run, as the reference norm
-                verdict.t_agent,
-                verdict.solver_info,
-                cast(float, verdict.reference_norm),
-                self.settings.alphas,
-                calibration_setting(self.record, verdict.library),
+                verdict.library,
+                e_base=cast(float, verdict.error),  # set by the gated run, as the reference norm
+                t_base=verdict.t_agent,
+                solver_info=verdict.solver_info,
+                reference_norm=cast(float, verdict.reference_norm),
+                alphas=self.settings.alphas,
             )
         else:
             gates.time_gate(verdict.t_agent, self.thresholds.tau_time)

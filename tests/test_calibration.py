@@ -42,16 +42,25 @@ def test_option_alphas_override_the_case():
     (1e-4, 150.0, {}, 10.0, "exceeds the case timeout"),
 ])
 def test_baselines_that_cannot_define_thresholds_are_rejected(e_base, t_base, info, norm, problem):
-    found = check_baseline(record(), e_base, t_base, info, norm, Alphas())
+    found = check_baseline(
+        record(), "dolfinx", e_base=e_base, t_base=t_base, solver_info=info, reference_norm=norm, alphas=Alphas()
+    )
     assert (found is None) if problem is None else (problem in found)
 
 
 def test_a_baseline_that_ignored_its_calibration_setting_is_rejected():
-    setting = {"element_degree": 1, "cells_per_side": 120}
-    found = check_baseline(record(), 3e-6, 1.0, {"element_degree": 2}, 10.0, Alphas(), setting)
-    assert "ran degree 2, not its calibration setting's 1" in found
-    assert check_baseline(record(), 3e-4, 1.0, {"element_degree": 1}, 10.0, Alphas(), setting) is None
-    assert check_baseline(record(), 3e-4, 1.0, {}, 10.0, Alphas(), setting) is None  # flows report no degree
+    data = record_dict()
+    data["evaluation_metadata"]["calibration_config"] = {
+        "source": "drawn", "settings": {"dolfinx": {"element_degree": 1, "cells_per_side": 120}}}
+    item = CaseRecord.model_validate(data)
+
+    def check(e_base, info):
+        return check_baseline(item, "dolfinx", e_base=e_base, t_base=1.0, solver_info=info, reference_norm=10.0,
+                              alphas=Alphas())  # fmt: skip
+
+    assert "ran degree 2, not its calibration setting's 1" in check(3e-6, {"element_degree": 2})
+    assert check(3e-4, {"element_degree": 1}) is None
+    assert check(3e-4, {}) is None  # flows report no degree
 
 
 def test_store_merges_entries_and_ignores_stale_fingerprints(tmp_path):
