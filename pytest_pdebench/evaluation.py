@@ -374,7 +374,7 @@ def _judged(
     item_dir.mkdir(parents=True)
     for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
         (item_dir / name).write_bytes(content)
-    judge = _Judge(record, verdict, thresholds, settings, plan.case_dir, paired=plan.oracle)
+    judge = _Judge(plan, verdict, settings)
     judge.prepare()  # the reference before any run: a missing one stops here
     done = (plan.executor or execute)(task, item_dir, judge.worth_timing)
     try:
@@ -406,27 +406,16 @@ def _judged(
 
 
 class _Judge:
-    """The three gates over an ``Execution``, where the reference and thresholds live.
-    ``paired``: the oracle whose runs beside the submission's (``Execution.baseline``)
-    give the thresholds, e_base from its gated run and t_base from its timed runs."""
+    """The three gates over an ``Execution`` of the item ``plan``: where its reference and
+    thresholds live. With the plan's paired oracle (``plan.oracle``), whose runs beside the
+    submission's (``Execution.baseline``) give the thresholds: e_base from its gated run,
+    t_base from its timed runs."""
 
-    def __init__(
-        self,
-        record: CaseRecord,
-        verdict: Verdict,
-        thresholds,
-        settings: Settings,
-        case_dir,
-        paired: Submission | None = None,
-    ):
-        self.record, self.verdict, self.thresholds, self.settings, self.case_dir = (
-            record,
-            verdict,
-            thresholds,
-            settings,
-            case_dir,
-        )
-        self.paired = paired
+    def __init__(self, plan: ItemPlan, verdict: Verdict, settings: Settings):
+        self.record, self.case_dir, self.paired = plan.record, plan.case_dir, plan.oracle
+        # None until the paired oracle's runs set it (the gates that read it come after): Any, not Optional
+        self.thresholds: Any = plan.thresholds
+        self.verdict, self.settings = verdict, settings
 
     def _pair(self, done: Execution) -> None:
         """Paired baselines: e_base and tau_acc from the oracle's gated run (once)."""
