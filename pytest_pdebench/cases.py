@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,6 +235,23 @@ class SolveOnlyPart(Strict):
     miss: float = Field(gt=0)  # the evaluator's error of the manufactured u against u + delta
     reference_error: float = Field(ge=0)  # ||delta at level 1 - at level 2|| / ||u + delta||
     build: dict[str, Any] = Field(default_factory=dict)  # how it was built (levels, scale, the checks' figures)
+
+    def stored_error(self) -> float:
+        """The estimate of the stored delta's own error, relative to the solution (from the
+        build's gaps between levels: ``stored_error``)."""
+        return stored_error(self.reference_error, self.build.get("g01", 0.0), self.build.get("g12", 0.0))
+
+
+SLOWEST_RATIO = 0.25  # a solve-only part's error estimate assumes its levels' gaps shrink at least this much
+
+
+def stored_error(gap: float, g01: float, g12: float) -> float:
+    """The error of the finest level of a refinement, relative to the solution, from the gap
+    between levels 1 and 2 (``gap``, relative): the geometric tail gap * r / (1 - r) of the
+    gaps' ratio r = g12 / g01, r taken no smaller than SLOWEST_RATIO (a pre-asymptotic coarse
+    level would make it look smaller than it is; P2's own ratio is 1/8)."""
+    ratio = max(g12 / g01 if g01 > 0 else 0.0, SLOWEST_RATIO)
+    return gap * ratio / (1 - ratio) if ratio < 1 else math.inf
 
 
 class EvaluationMetadata(Strict):

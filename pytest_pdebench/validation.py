@@ -289,12 +289,14 @@ def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | N
 
 
 SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this many tau_acc
+SOLVE_ONLY_REFERENCE = 0.1  # and the stored part's error estimate be at most this share of every tau_acc
 
 
 def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     """A solve-only part (authoring/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may
-    give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc."""
+    give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc, and its own
+    error estimate is at most SOLVE_ONLY_REFERENCE x every library's tau_acc."""
     import hashlib
 
     import numpy as np
@@ -315,6 +317,13 @@ def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | 
     if small:
         return f"the solve-only part is {part.share:.2g} of u, under {SOLVE_ONLY_TAUS:g} x tau_acc on " + ", ".join(
             f"{library} ({SOLVE_ONLY_TAUS * tau:.2g})" for library, tau in sorted(small.items())
+        )
+    # the stored part's own error: a small share of every tau_acc (thresholds calibrated after the build)
+    loose = {library: tau for library, tau in taus.items() if part.stored_error() > SOLVE_ONLY_REFERENCE * tau}
+    if loose:
+        return (
+            f"the solve-only part's own error estimate {part.stored_error():.2g} is over {SOLVE_ONLY_REFERENCE:g} x "
+            + ("tau_acc on " + ", ".join(f"{library} ({tau:.2g})" for library, tau in sorted(loose.items())))
         )
     return None
 
