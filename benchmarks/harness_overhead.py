@@ -137,7 +137,8 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             verdict = Verdict.for_item(record, "dolfinx", "benchmark")
-            judge = _Judge(record, verdict, thresholds, Settings(output_dir=Path(tmp)), REPO / "tests" / "cases")
+            plan = ItemPlan(record, "dolfinx", REPO / "tests" / "cases", Path(tmp), "", thresholds)
+            judge = _Judge(plan, verdict, Settings(output_dir=Path(tmp)))
             judge.prepare()
             done = Execution(solution=npz(0.0), meta=meta, timed=True, timed_runs=[0.1] * runs,
                              timed_outputs=[RunOutputs(npz(1e-9 * (k + 1)), meta) for k in range(runs)])
