@@ -139,3 +139,20 @@ def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
         solve_only.discard_without_part(cases, tmp_path, discarded, log=lambda _: None)
     table = tomllib.loads(discarded.read_text())["discarded"]
     assert table == {"old": "why", "refused": 'no solve-only part: the "estimate" is over'}
+
+
+def test_a_record_not_calibrated_on_dolfinx_waits_for_its_calibration(tmp_path):
+    """The share is priced with the record's DOLFINx baseline: a new record (a replacement
+    build-suite dealt) is left for later, with no part file that --discard could take for a
+    failure."""
+    from pytest_pdebench.cases import write_case_file
+
+    data = record_dict(new_id="poisson_new")
+    data["evaluation_metadata"]["construction_method"] = "manufactured_solution"
+    data["evaluation_metadata"]["thresholds"] = {}
+    cases = tmp_path / "cases.jsonl"
+    write_case_file(cases, [CaseRecord.model_validate(data)])
+    said = []
+    assert solve_only.build_parts(cases, tmp_path / "out", ORACLE / "dolfinx", log=said.append) == (0, 0)
+    assert "no DOLFINx thresholds yet (calibrate them first): poisson_new" in said[0]
+    assert not list((tmp_path / "out" / "parts").iterdir())
