@@ -19,10 +19,10 @@ from pathlib import Path
 
 from openai import OpenAI
 
-from pytest_pdebench.sources.agents.mini_swe import SandboxEnvironment, _quiet_imports
-from pytest_pdebench.sources.agents.proxy import MeteringProxy
 from pytest_pdebench.evaluation import Settings
 from pytest_pdebench.llm.registry import ModelSpec
+from pytest_pdebench.sources.agents.mini_swe import SandboxEnvironment, _quiet_imports
+from pytest_pdebench.sources.agents.proxy import MeteringProxy
 from pytest_pdebench.testing.llm_server import ScriptedServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,7 +40,8 @@ def call_seconds(client: OpenAI, calls: int) -> list[float]:
 
 
 def ms(values: list[float]) -> str:
-    return f"median {1000 * statistics.median(values):.1f} ms (min {1000 * min(values):.1f}, max {1000 * max(values):.1f})"
+    low, high = 1000 * min(values), 1000 * max(values)
+    return f"median {1000 * statistics.median(values):.1f} ms (min {low:.1f}, max {high:.1f})"
 
 
 def main() -> None:

@@ -42,7 +42,8 @@ def run(setting: str, folder: Path, *extra: str, cluster: str | None = None) -> 
         backend, runner = "bubblewrap", "warm"
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pde-library=dolfinx",
-                    f"--pde-submissions={REPO / 'submissions' / 'oracle'}", f"--pde-cases={REPO / 'cases' / 'suite.jsonl'}",
+                    f"--pde-submissions={REPO / 'submissions' / 'oracle'}",
+                    f"--pde-cases={REPO / 'cases' / 'suite.jsonl'}",
                     f"--pde-sandbox={backend}", f"--pde-runner={runner or 'warm'}",
                     f"--pde-calibrations={folder / 'calibrations'}",
                     *([f"--pde-cluster={cluster}"] if cluster else ["-n", "2"]),

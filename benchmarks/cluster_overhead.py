@@ -23,16 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
+
 from pytest_pdebench.calibration import case_fingerprint
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.cluster.controller import Cluster
 from pytest_pdebench.evaluation import Settings, run_task
 from pytest_pdebench.plan import ItemPlan
-from pytest_pdebench.speed import probe_seconds
 from pytest_pdebench.sources import Submission
+from pytest_pdebench.speed import probe_seconds
 from pytest_pdebench.testing.loopback import scheduler_address
-
-from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,10 +22,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
+
 from pytest_pdebench.calibration import machine_key
 from pytest_pdebench.testing.loopback import scheduler_address
-
-from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
 REPO = Path(__file__).resolve().parent.parent
 

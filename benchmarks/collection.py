@@ -36,7 +36,8 @@ def main() -> None:
     figures = [collect_once() for _ in range(args.repeats)]
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{figures[0][0]} items; collection {statistics.median(f[1] for f in figures):.2f} s "
-          f"(pytest's figure, median of {args.repeats}); whole process {statistics.median(f[2] for f in figures):.2f} s; "
+          f"(pytest's figure, median of {args.repeats}); "
+          f"whole process {statistics.median(f[2] for f in figures):.2f} s; "
           f"peak memory {peak_mb:.0f} MB")
 
 

@@ -105,7 +105,8 @@ def link_times(files: dict[str, bytes], toolchain, repeats: int) -> None:
         for name, content in files.items():
             (Path(tmp) / name).write_bytes(content)
         pch = ["-include", str(toolchain.pch_header)]
-        subprocess.run(["c++", *toolchain.compile_flags, *pch, "-c", "solver.cpp", "-o", "solver.o"], cwd=tmp, check=True)
+        compile_command = ["c++", *toolchain.compile_flags, *pch, "-c", "solver.cpp", "-o", "solver.o"]
+        subprocess.run(compile_command, cwd=tmp, check=True)
         for label, flags in linkers.items():
             times = []
             for _ in range(max(repeats, 3)):

@@ -27,10 +27,10 @@ from pytest_pdebench.calibration import ResolvedThresholds, case_fingerprint
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.evaluation import Settings, evaluate, item_directory
 from pytest_pdebench.libraries import detect_runtime, get_track
-from pytest_pdebench.sandbox import Limits, get_backend
 from pytest_pdebench.plan import ItemPlan
-from pytest_pdebench.speed import probe_seconds
+from pytest_pdebench.sandbox import Limits, get_backend
 from pytest_pdebench.sources import Submission
+from pytest_pdebench.speed import probe_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,8 @@ VARYING_SOLVER = EXACT_SOLVER.replace(b"np.sin(np.pi * X) * np.sin(np.pi * Y)",
                                       b"np.sin(np.pi * X) * np.sin(np.pi * Y) + 1e-9 * np.random.rand(*X.shape)")
 
 
-THRESHOLDS = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")  # e_base 1e-4, t_base 10 s: every item PASSes
+# e_base 1e-4, t_base 10 s: every item PASSes
+THRESHOLDS = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
 
 
 def median_ms(values) -> str:

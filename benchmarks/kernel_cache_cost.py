@@ -33,7 +33,7 @@ def fill_run_cache(folder: Path, library: bytes, count: int, salt: str) -> None:
 
 def measure(count: int, library: bytes, repeats: int) -> tuple[float, float]:
     prepare, harvest = [], []
-    for repeat in range(repeats):
+    for _repeat in range(repeats):
         root = Path(tempfile.mkdtemp())
         seed = root / "seed"
         fill_run_cache(seed, library, count, "aa")  # the store holds `count` modules (no per-run cap)
