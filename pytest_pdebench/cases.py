@@ -15,10 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import sympy as sp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import expressions
 from .domains import DOMAIN_TYPES, DomainError, resolve_geometry
 
 FAMILIES = (
@@ -322,6 +320,8 @@ class CaseRecord(Strict):
             )
         if method == "reference_numerical" and not self.evaluation_metadata.reference_config:
             raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
+        from . import expressions  # sympy: loaded with the first record, not with the plugin
+
         for where, value in self.expressions():
             try:
                 expressions.check_expression(value, allow=("u",) if where in UNKNOWN_ALLOWED else ())
@@ -485,6 +485,7 @@ def _as_drawn(record: CaseRecord) -> dict:
     if part is None or not spec["pde"].get("forcing"):
         return spec
     value, extra = spec["pde"]["forcing"]["value"], part.forcing
+    from . import expressions
 
     def less(text, term) -> str:
         return expressions.expression_to_string(
@@ -508,6 +509,10 @@ def _equal_trees(a, b) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_equal_trees(x, y) for x, y in zip(a, b))
     if isinstance(a, str) and isinstance(b, str) and a != b:
+        import sympy as sp
+
+        from . import expressions
+
         try:  # sympy's trees are canonical: equal expressions compare equal whatever the text order
             first, second = (expressions.parse_expression(e, allow=("u",)) for e in (a, b))
         except ValueError:  # ExpressionError included

@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_file, iter_case_lines
-from .evaluation import BaselineFailure
 from .gates import GateFailure
-from .libraries import RuntimeMissing
-from .placement import NoCalibration, NotVaried
-from .reference import ReferenceError
-from .sources import NotRun
+
+# the runs' modules (evaluation, placement, reference: numpy, sympy) are imported by the items'
+# methods, not here: pytest imports this module on every start where the plugin is installed
 
 if TYPE_CHECKING:
     from .evaluation import Settings, Verdict
@@ -103,6 +101,7 @@ class ValidateItem(pytest.Item):
         self.outcome, self.line = outcome, line
 
     def runtest(self):
+        from .libraries import RuntimeMissing
         from .validation import static_problems
 
         if isinstance(self.outcome, CaseFileError):
@@ -138,6 +137,8 @@ class ValidateItem(pytest.Item):
             )
 
     def repr_failure(self, excinfo, style=None):
+        from .reference import ReferenceError
+
         if isinstance(excinfo.value, (ValidationFailure, ReferenceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
@@ -179,6 +180,10 @@ class CaseItem(pytest.Item):
             pytest.skip(why)
 
     def runtest(self):
+        from .evaluation import BaselineFailure
+        from .placement import NoCalibration, NotVaried
+        from .sources import NotRun
+
         run = self.config.stash[PDE_RUN]
         no_baseline: str | None = None
         try:
@@ -198,6 +203,8 @@ class CaseItem(pytest.Item):
             raise GateFailure(verdict.outcome, verdict.reason)
 
     def repr_failure(self, excinfo, style=None):
+        from .reference import ReferenceError
+
         if isinstance(excinfo.value, (GateFailure, CalibrationRejected, ReferenceError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
