@@ -469,10 +469,11 @@ def load_cases(path: Path) -> list[tuple[Path, int, CaseRecord]]:
     return records
 
 
-def _same_up_to_print_order(before: CaseRecord, after: CaseRecord) -> bool:
-    """Same case and exact solution, where expressions may differ in their text only:
-    sympy prints the terms of a sum in an order that can change between processes (9 of
-    645 records came out reordered in one rebuild), which must not drop their baselines."""
+def same_case(before: CaseRecord, after: CaseRecord) -> bool:
+    """Same case as drawn (a solve-only part's term aside) and exact solution, where
+    expressions may differ in their text only: sympy prints the terms of a sum in an order
+    that can change between processes (9 of 645 records came out reordered in one
+    rebuild), which must not drop their baselines."""
     old = [_as_drawn(before), before.evaluation_metadata.manufactured_solution]
     new = [_as_drawn(after), after.evaluation_metadata.manufactured_solution]
     return old == new or _equal_trees(old, new)
@@ -531,13 +532,20 @@ def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord
     old = {r.id: r for r in previous}
     for record in records:
         before = old.get(record.id)
-        if before and _same_up_to_print_order(before, record):
+        if before and same_case(before, record):
             # the stored text, so the fingerprints its baselines carry still match
             record.case_spec = before.case_spec.model_copy(deep=True)
             record.evaluation_metadata.manufactured_solution = before.evaluation_metadata.manufactured_solution
+            drawn = record.evaluation_metadata.calibration_config
             for name in ("thresholds", "reference_path", "reference_config", "calibration_config", "solve_only"):
                 if name != "calibration_config" or getattr(before.evaluation_metadata, name) is not None:
                     setattr(record.evaluation_metadata, name, getattr(before.evaluation_metadata, name))
+            kept = record.evaluation_metadata.calibration_config
+            if drawn is not None and kept is not None and set(drawn.settings) - set(kept.settings):
+                # a library the record gained since (the generator deals libraries by position):
+                # its freshly drawn setting, the others as they were
+                settings = {**drawn.settings, **kept.settings}
+                record.evaluation_metadata.calibration_config = kept.model_copy(update={"settings": settings})
 
 
 def rewrite_case_file(path: Path, records: list[CaseRecord]) -> None:

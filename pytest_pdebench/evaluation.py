@@ -62,6 +62,7 @@ from .calibration import Alphas, ResolvedThresholds, calibration_setting, check_
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
+from .kept_baselines import KEPT_SOURCE
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import reference_fields
@@ -167,7 +168,10 @@ class Verdict(RunFacts):
     frmse: float | None = None
     total_variation: float | None = None
     solver_info: dict[str, Any] = field(default_factory=dict)
-    calibration: str | None = None
+    calibration: str | None = None  # where the thresholds came from (a file, a record, a kept or paired baseline)
+    # whose timing t_base is: "stored" (a calibration of this kind of machine), "stored elsewhere"
+    # (another kind's), "kept" (this machine, an earlier paired item) or "paired" (now, beside the runs)
+    t_base_from: str | None = None
     calibration_problem: str | None = None
     reference_norm: float | None = None
     submission: str = ""
@@ -356,6 +360,7 @@ def _judged(
         fingerprint=fingerprint,
         case_fingerprint=plan.case_fingerprint,
     )
+    verdict.t_base_from = _t_base_from(plan)
     if thresholds is not None:
         verdict.e_base, verdict.t_base = thresholds.e_base, thresholds.t_base
         verdict.tau_acc, verdict.tau_time, verdict.calibration = (
@@ -401,8 +406,30 @@ def _judged(
             verdict.t_first_run,
             plan.stored.tau_first,
         )
+    if plan.paired_because and verdict.baseline is not None:
+        verdict.baseline["paired_because"] = plan.paired_because
+    if plan.keep is not None and verdict.baseline is not None and verdict.baseline.get("t_base"):
+        verdict.baseline["kept"] = plan.keep(
+            {
+                "e_base": verdict.baseline["error"],
+                "t_base": verdict.baseline["t_base"],
+                "timed_runs": verdict.baseline["timed_runs"],
+                "t_first_run": verdict.baseline["t_first_run"],
+                "compile_sec": None if verdict.baseline.get("compile_cached") else verdict.baseline["compile_sec"],
+            }
+        )
     verdict.write(item_dir)
     return verdict
+
+
+def _t_base_from(plan: ItemPlan) -> str | None:
+    if plan.oracle is not None:
+        return "paired"
+    if plan.thresholds is None:
+        return None  # calibrating: the run measures it
+    if plan.thresholds.source.startswith(KEPT_SOURCE):
+        return "kept"
+    return "stored elsewhere" if plan.thresholds.foreign_machine else "stored"
 
 
 class _Judge:
@@ -445,6 +472,7 @@ class _Judge:
             "error": e_base,
             "t_first_run": base.t_first_run,
             "compile_sec": base.compile_sec,
+            "compile_cached": base.compile_cached,
             "solver_info": self.baseline_info,
             "timed_runs": [],
         }

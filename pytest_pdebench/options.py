@@ -150,8 +150,13 @@ def _baseline(opt, validate: bool) -> str:
     baseline = opt.pde_baseline or ("paired" if opt.pde_variants is not None else "stored")
     if baseline == "stored" and opt.pde_variants is not None:
         raise pytest.UsageError("--pde-variants: a variant has no stored calibration; its baseline is paired")
-    if baseline == "paired" and (opt.pde_calibrate or validate):
-        raise pytest.UsageError("--pde-baseline=paired times the oracle beside a submission: not for calibration")
+    if baseline in ("paired", "local") and (opt.pde_calibrate or validate):
+        raise pytest.UsageError(f"--pde-baseline={baseline} times the oracle beside a submission: not for calibration")
+    if baseline == "local" and getattr(opt, "pde_cluster", None):
+        raise pytest.UsageError(
+            "--pde-baseline=local keeps this machine's baselines; on a cluster use 'stored' (each worker class's "
+            "calibration) or 'paired'"
+        )
     return baseline
 
 

@@ -21,6 +21,7 @@ from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
 from .evaluation import Settings, item_directory
 from .execution import Executor
+from .kept_baselines import LocalBaselines
 from .libraries import get_track
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .sources import Submission
@@ -49,9 +50,15 @@ SIBLING_SEED = 1_000_000  # --pde-sibling: the second variant's seed is this plu
 
 class Placement:
     def __init__(
-        self, settings: Settings, store: CalibrationStore, cluster: Cluster | None = None, vary: Vary | None = None
+        self,
+        settings: Settings,
+        store: CalibrationStore,
+        cluster: Cluster | None = None,
+        vary: Vary | None = None,
+        local: LocalBaselines | None = None,
     ):
         self.settings, self.store, self.cluster, self.vary = settings, store, cluster, vary
+        self.local = local  # --pde-baseline=local: the session's run conditions (speed.RunConditions)
         self._stores: dict[str, CalibrationStore] = {}  # machine -> its calibrations (store_for)
 
     def calibration_classes(self) -> list[str | None]:
@@ -71,9 +78,13 @@ class Placement:
         if seed is not None:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
-        thresholds, executor, oracle, stored = None, None, None, None
+        thresholds, executor, oracle, stored, keep, paired_because = None, None, None, None, None, ""
         notes: list[str] = []
-        if seed is not None or self.settings.baseline == "paired":
+        if self.settings.baseline == "local" and not self.settings.calibrate:
+            thresholds, oracle, executor, keep, paired_because = self._local(record, library, fingerprint, machine)
+            if seed is None:  # shown beside the kept or paired thresholds
+                stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
+        elif seed is not None or self.settings.baseline == "paired":
             oracle, executor = self._paired(record, library, machine)
             if seed is None and self.cluster is None:  # shown beside the paired thresholds
                 stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
@@ -102,7 +113,22 @@ class Placement:
             stored=stored,
             sibling=self._sibling_check(published, library, case_dir, machine),
             notes=tuple(notes),
+            keep=keep,
+            paired_because=paired_because,
         )
+
+    def _local(self, record: CaseRecord, library: str, fingerprint: str, machine: str | None):
+        """--pde-baseline=local: (thresholds of a baseline this machine timed that fits, or
+        None with the oracle to pair, its executor, and what keeps its figures)."""
+        local = cast(LocalBaselines, self.local)  # the session gives one with this option
+        try:
+            oracle = self.oracle(record, library)
+        except NoSubmission as exc:
+            raise NoCalibration(f"no paired baseline: {exc}") from None
+        found, why = local.local_thresholds(record, library, fingerprint, oracle.fingerprint)
+        if found is not None:
+            return found, None, None, None, ""
+        return None, oracle, None, local.keeper(record, library, fingerprint, oracle.fingerprint), why
 
     def _sibling_check(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None

@@ -45,6 +45,10 @@ class ItemPlan:
     oracle: Submission | None = None
     stored: ResolvedThresholds | None = None
     sibling: SiblingCheck | None = None  # --pde-sibling: judged after a PASS (evaluation.py)
+    # --pde-baseline=local, an item paired because no baseline of this machine fits yet: keeps
+    # the paired oracle's figures for the next sessions (kept_baselines.py); returns what it did
+    keep: Callable[[dict], str] | None = None
+    paired_because: str = ""  # ... and why no baseline of this machine fitted
     notes: tuple[str, ...] = ()  # warnings of a plan made quietly (ahead of its turn), said at its turn
 
     def attempt_dir(self, attempt: int) -> Path:

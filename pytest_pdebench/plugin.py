@@ -109,9 +109,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--pde-baseline",
-        choices=("stored", "paired"),
+        choices=("stored", "paired", "local"),
         help="'stored' (default without --pde-variants): thresholds from calibrations/; 'paired': the oracle "
-        "runs beside each submission on the same worker, its error and time set the thresholds",
+        "runs beside each submission on the same worker, its error and time set the thresholds; 'local': a "
+        "baseline this machine timed (kept from an earlier paired item), else paired now and kept",
     )
     group.addoption(
         "--pde-oracle",
@@ -353,7 +354,7 @@ class _Recorder:
             _sweep(get_backend("docker"))  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
-        from .report import failed_folders, llm_usage, not_run_summary, tables_by_library
+        from .report import failed_folders, llm_usage, not_run_summary, t_base_origins, tables_by_library
 
         if self.run.validate:
             from .validation import checks_ran
@@ -369,9 +370,8 @@ class _Recorder:
             terminalreporter.write_line(table)
         for line in not_run_summary(self.not_run) + failed_folders(self.verdicts, config.option.verbose > 0):
             terminalreporter.write_line(line)
-        usage = llm_usage(self.verdicts)
-        if usage:
-            terminalreporter.write_line(usage)
+        for line in filter(None, [llm_usage(self.verdicts), t_base_origins(self.verdicts)]):
+            terminalreporter.write_line(line)
         for library, path in self.calibrations.items():
             terminalreporter.write_line(f"calibration for {library} written to {path}")
         if config.getoption("pde_report"):

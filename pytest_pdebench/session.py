@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from .attempts import run_attempts
+from .bundled import cache_root
 from .calibration import CalibrationStore, machine_key, now_iso
 from .cases import CaseRecord
 from .containers import image_digest
 from .evaluation import Settings, Verdict
+from .kept_baselines import KeptBaselines
 from .libraries import RuntimeMissing
 from .placement import SIBLING_SEED, Placement
 from .scheduling import RunAhead
@@ -90,10 +92,13 @@ class PdeRun:
 
             oracle = self.settings.oracle_dir
             vary = LiveVariants(oracle / "dolfinx" if oracle else None).of
-        self.placement = Placement(self.settings, self.store, self.cluster, vary=vary)
+        kept = None
+        if self.settings.baseline == "local":
+            kept = KeptBaselines(cache_root() / "baselines", self.store.machine_for)
         self.timing = RunConditions(
-            self.settings, self.store, self.cluster.size if self.cluster else workers(self.config)
+            self.settings, self.store, self.cluster.size if self.cluster else workers(self.config), kept
         )
+        self.placement = Placement(self.settings, self.store, self.cluster, vary=vary, local=self.timing)
         self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:

@@ -16,27 +16,32 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from .calibration import KERNEL_STORE
+from .calibration import KERNEL_STORE, ResolvedThresholds
+from .kept_baselines import BaselineKey, KeptBaselines, conditions_key, kept_thresholds
 
 if TYPE_CHECKING:
     from .calibration import CalibrationStore
+    from .cases import CaseRecord
     from .evaluation import Settings
 
 SPEED_TOLERANCE = 0.15  # a relative change the probe's own spread (under 5% here) does not reach
 _GRID, _SWEEPS, _REPEATS = 400, 60, 5
+PROBE_INTERVAL = 60.0  # s: a session's probe is timed again after this, so a load that starts later is seen
+AFTER_REPEATS = 3  # the probe after a paired oracle's runs, before its timing is kept
 
 
-def probe_seconds() -> float:
+def probe_seconds(repeats: int = _REPEATS) -> float:
     """Median time of a fixed Jacobi workload (about 0.1 s a repeat here)."""
     u = np.zeros((_GRID, _GRID))
     f = np.ones_like(u) / _GRID**2
     times = []
-    for _ in range(_REPEATS):
+    for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(_SWEEPS):
             u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] + f[1:-1, 1:-1])
@@ -91,7 +96,10 @@ class RunConditions:
     settings: Settings
     store: CalibrationStore
     workers: int  # items at once: xdist workers, a cluster's size, else 1
+    kept: KeptBaselines | None = None  # --pde-baseline=local: this machine's kept baselines
     _probe: float | None = field(default=None, repr=False)
+    _probed_at: float = field(default=0.0, repr=False)
+    _quietest: float | None = field(default=None, repr=False)  # this session's quietest probe
 
     def of(self, library: str) -> dict:
         return {
@@ -104,8 +112,59 @@ class RunConditions:
 
     def probe_sec(self) -> float:
         if self._probe is None:
-            self._probe = probe_seconds()
+            self._probe = self._probed(probe_seconds())
         return self._probe
+
+    def _probed(self, seconds: float) -> float:
+        self._probed_at = time.monotonic()
+        self._quietest = min(seconds, self._quietest or seconds)
+        return seconds
+
+    def pace(self) -> float:
+        """The probe's time now: timed again once PROBE_INTERVAL has passed since the last."""
+        if self._probe is None or time.monotonic() - self._probed_at > PROBE_INTERVAL:
+            self._probe = self._probed(probe_seconds())
+        return self._probe
+
+    # ---- --pde-baseline=local: this machine's baselines (kept_baselines.py) ----
+
+    def _key(self, record: CaseRecord, library: str, fingerprint: str, oracle: str) -> BaselineKey:
+        return BaselineKey(record.id, fingerprint, oracle, conditions_key(self.of(library)))
+
+    def local_thresholds(
+        self, record: CaseRecord, library: str, fingerprint: str, oracle: str
+    ) -> tuple[ResolvedThresholds | None, str]:
+        """The item's thresholds from a baseline timed on this machine under these
+        conditions at about today's speed: kept from an earlier paired item, or a stored
+        calibration of this machine that fits (its conditions, its probe); else (None, why
+        the item is paired)."""
+        kept = cast(KeptBaselines, self.kept)  # the session makes one with --pde-baseline=local
+        entry, why = kept.lookup(library, self._key(record, library, fingerprint, oracle), self.pace())
+        if entry is not None:
+            return kept_thresholds(entry, record, self.settings.alphas, self.store.machine_for(library)), ""
+        stored = self.store.entries(library).get(record.id)
+        fits = (
+            stored is not None
+            and stored.get("fingerprint") == fingerprint
+            and stored.get("speed_probe_sec")
+            and abs(self.pace() / stored["speed_probe_sec"] - 1) <= SPEED_TOLERANCE
+            and {"runner": "cold", **self.store.conditions(library)} == {"runner": "cold", **self.of(library)}
+        )
+        if fits:
+            return self.store.thresholds(record, library, self.settings.alphas, fingerprint), ""
+        return None, why
+
+    def keeper(self, record: CaseRecord, library: str, fingerprint: str, oracle: str) -> Callable[[dict], str]:
+        """What keeps a paired oracle's figures for the next sessions (after a quiet probe)."""
+        kept, key = self.kept, self._key(record, library, fingerprint, oracle)
+
+        def keep(figures: dict) -> str:
+            after = probe_seconds(AFTER_REPEATS)
+            quiet = min(after, self._quietest or after)
+            self._quietest = quiet
+            return cast(KeptBaselines, kept).keep(library, key, figures, after, quiet)
+
+        return keep
 
     def drift(self, library: str) -> float | None:
         """The probe's time now over its time when the library's baselines were measured."""
@@ -114,8 +173,8 @@ class RunConditions:
 
     def mismatches(self, libraries: list[str]) -> list[str]:
         """The header's warnings: baselines measured under other conditions, or at another speed."""
-        if self.settings.calibrate or self.settings.baseline == "paired":
-            return []  # paired: the baselines are measured beside the submission, here and now
+        if self.settings.calibrate or self.settings.baseline != "stored":
+            return []  # paired (or local): the baselines are measured beside the submission, here and now
         lines = []
         for library in libraries:
             measured = self.store.conditions(library)

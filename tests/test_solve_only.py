@@ -119,6 +119,30 @@ def test_regenerating_the_case_file_keeps_the_part_unless_the_case_changed(built
     assert redrawn.evaluation_metadata.solve_only is None
 
 
+def test_assembling_takes_the_part_and_keeps_what_the_record_gained_since(built, tmp_path):
+    """--assemble: the built part and its forcing join the record as it is now (a regenerated
+    suite may have dealt it another library since the part was built); a record drawn
+    otherwise since keeps no part."""
+    from pytest_pdebench.cases import iter_case_file, write_case_file
+
+    record, folder, outcome = built
+    (tmp_path / "parts").mkdir()
+    entry = {"kept": True, "reason": "kept", "record": record.model_dump(mode="json", exclude_none=True)}
+    (tmp_path / "parts" / "poisson_small.json").write_text(json.dumps(entry))
+    now = small_record()
+    now.supported_libraries = ["dolfinx", "dealii"]
+    cases = tmp_path / "cases.jsonl"
+    write_case_file(cases, [now])
+    assert solve_only.assemble(cases, tmp_path, log=lambda _: None) == (1, [])
+    [(_, assembled)] = list(iter_case_file(tmp_path / "suite.jsonl"))
+    assert assembled.supported_libraries == ["dolfinx", "dealii"]
+    assert assembled.evaluation_metadata.solve_only == record.evaluation_metadata.solve_only
+    assert assembled.case_spec == record.case_spec
+    write_case_file(cases, [CaseRecord.model_validate(record_dict(new_id="poisson_small", nx=21, ny=20))])
+    replaced, missing = solve_only.assemble(cases, tmp_path, log=lambda _: None)
+    assert (replaced, missing) == (0, ["poisson_small: built for another draw"])
+
+
 def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
     """--discard: build-suite's discarded candidates gain the records whose part was not kept
     (not those the oracle failed on, nor those kept), each once, as TOML the generator reads."""

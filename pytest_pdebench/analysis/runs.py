@@ -171,7 +171,8 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
         "sandbox": verdict.get("sandbox") or run.sandbox,
         "runner": verdict.get("runner") or "cold",  # verdicts from before the warm runner: cold
         "image": verdict.get("runtime_image") or "",
-        "calibration": verdict.get("calibration") or "",
+        "calibration": _calibration_setting(verdict),
+        "t_base_from": verdict.get("t_base_from") or "",
         "artifacts": verdict.get("artifacts", ""),
         "timed_failure": verdict.get("timed_failure"),
         "timed_errors": list(verdict.get("timed_errors") or []),
@@ -186,6 +187,17 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
 
 
 SETTING_FIELDS = ("system", "sandbox", "runner", "image", "calibration")
+LOCAL_BASELINES = "local baselines (kept or paired on this machine)"
+
+
+def _calibration_setting(verdict: dict) -> str:
+    """Where a verdict's thresholds came from, as a setting: under --pde-baseline=local an
+    item's baseline is kept from an earlier session or paired now, both this machine's, so
+    they are one setting (each kept entry names its own date)."""
+    baseline = verdict.get("baseline") or {}
+    if verdict.get("t_base_from") == "kept" or "paired_because" in baseline:
+        return LOCAL_BASELINES
+    return verdict.get("calibration") or ""
 
 
 def with_stand_ins_placed(rows: list[dict]) -> list[dict]:

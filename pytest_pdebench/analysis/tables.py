@@ -22,6 +22,7 @@ from ..calibration import (
     accuracy_threshold,
 )
 from . import stats
+from .runs import LOCAL_BASELINES
 
 OUTCOMES = ("PASS", "F-Exec", "F-Acc", "F-Time")
 TEMPLATE_SUFFIX = " (template)"
@@ -386,7 +387,7 @@ def live_table(rows: list[dict]) -> Table | None:
                     system,
                     library,
                     cases,
-                    "paired" if calibration == "paired oracle" else "stored",
+                    {"paired oracle": "paired", LOCAL_BASELINES: "local"}.get(calibration, "stored"),
                     _cell(pass_rate(group)),
                     _cell(pass_rate(beside)) if beside else "-",
                     f"{siblings.count('PASS')}/{len(siblings)}" if siblings else "-",

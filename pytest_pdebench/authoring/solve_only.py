@@ -473,7 +473,7 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
     """``OUT/suite.jsonl``: CASES with each record that has a kept part replaced by its built
     form (the rest as they were); the references beside it are OUT's. Returns (replaced,
     the manufactured records without a part, with their reasons)."""
-    from ..cases import iter_case_file, write_case_file
+    from ..cases import iter_case_file, same_case, write_case_file
 
     parts = Path(out) / "parts"
     records, missing = [], []
@@ -481,13 +481,17 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
     for _, record in iter_case_file(Path(cases)):
         part = parts / f"{record.id}.json"
         entry = json.loads(part.read_text()) if part.exists() else None
-        if entry and entry["kept"]:
-            record = CaseRecord.model_validate(entry["record"])
+        if entry and entry["kept"] and same_case(built := CaseRecord.model_validate(entry["record"]), record):
+            # the part and the forcing that drives it; the rest (libraries, settings, thresholds)
+            # as the record has it now: a regenerated suite may have dealt it another library
+            meta = record.evaluation_metadata.model_copy(update={"solve_only": built.evaluation_metadata.solve_only})
+            record = record.model_copy(update={"case_spec": built.case_spec, "evaluation_metadata": meta})
             replaced += 1
         elif record.evaluation_metadata.construction_method == "manufactured_solution" and (
             record.evaluation_metadata.solve_only is None
         ):
-            missing.append(f"{record.id}: {entry['reason'] if entry else 'not built'}")
+            why = "not built" if not entry else entry["reason"] if not entry["kept"] else "built for another draw"
+            missing.append(f"{record.id}: {why}")
         records.append(record)
     write_case_file(Path(out) / "suite.jsonl", records)
     log(f"{Path(out) / 'suite.jsonl'}: {replaced} records with a solve-only part, {len(missing)} manufactured without")
