@@ -5,6 +5,7 @@ data's text can give then misses the solution by far."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -21,15 +22,35 @@ from pytest_pdebench.testing import ORACLE, ansatz_fit_error, record_dict
 pytestmark = [pytest.mark.fem, pytest.mark.slow]
 
 
-def small_record() -> CaseRecord:
-    """The smoke Poisson case on a 20 x 20 grid, with thresholds (e_base 1e-4, tau_acc 1e-3)
-    and a coarse calibration setting."""
+@functools.cache
+def baseline_error() -> float:
+    """What the small record's calibration baseline (P1 on 64 cells per side) makes of it:
+    its e_base, measured here as a calibration would."""
+    from pytest_pdebench.authoring.refinement import run_baseline
+
+    record = small_record(e_base=1.0)
+    spec = record.case_spec_dict()
+    grid = EvalGrid.from_spec(spec["eval_grid"])
+    valid = valid_mask(spec, grid)
+    setting = record.evaluation_metadata.calibration_config.settings["dolfinx"].model_dump(exclude_none=True)
+    baseline = run_baseline(ORACLE / "dolfinx", record.family, spec, ["u"], setting)[..., 0]
+    return relative_l2_error(baseline, reference_fields(record, grid)[..., 0], valid)
+
+
+def small_record(e_base: float | None = None) -> CaseRecord:
+    """The smoke Poisson case on a 20 x 20 grid with a coarse calibration setting, and its
+    thresholds: e_base as the baseline makes it (``baseline_error``), tau_acc 10 x that."""
+    e_base = baseline_error() if e_base is None else e_base
     data = record_dict(new_id="poisson_small", nx=20, ny=20)  # the smoke case: its data are not hidden
-    data["evaluation_metadata"]["calibration_config"]["settings"]["dolfinx"]["cells_per_side"] = 24
+    data["evaluation_metadata"]["calibration_config"]["settings"]["dolfinx"]["cells_per_side"] = 64
     data["evaluation_metadata"]["thresholds"] = {
-        "dolfinx": {"e_base": 1e-4, "t_base": 0.5, "tau_acc": 1e-3, "tau_time": 1.5, "machine": "m"}
+        "dolfinx": {"e_base": e_base, "t_base": 0.5, "tau_acc": 10 * e_base, "tau_time": 1.5, "machine": "m"}
     }
     return CaseRecord.model_validate(data)
+
+
+def tau() -> float:
+    return 10 * baseline_error()
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +65,39 @@ def test_a_part_is_built_within_its_bounds_and_the_forcing_drives_it(built):
     record, folder, outcome = built
     assert outcome.kept, outcome.reason
     smallest, largest = solve_only.share_bounds(record)
-    assert smallest == pytest.approx(solve_only.MIN_TAUS * 1e-3) and smallest <= outcome.share <= largest
+    assert smallest == pytest.approx(solve_only.MIN_TAUS * tau()) and smallest <= outcome.share <= largest
     part = record.evaluation_metadata.solve_only
     assert part is not None and (folder / part.path).is_file() and part.share == outcome.share
     assert str(part.forcing) in str(record.case_spec.pde.forcing.value)  # s * F is a term of the forcing
     # the manufactured u still solves the PDE with the forcing less that term, and its data
     assert validation.static_problems(record, folder) == [] and validation.check_solve_only(record, folder) is None
+    # the calibration baseline, run on the record with its part, stays within the cap, and
+    # the share clears the thresholds its grown error brings
+    ratio = part.build["measured_baseline_ratio"]
+    assert 0.5 < ratio <= solve_only.RATIO_CAP and outcome.measured_ratio == ratio
+    assert part.share >= validation.SOLVE_ONLY_TAUS * tau() * ratio
+
+
+def test_a_part_the_baseline_cannot_carry_is_not_kept(tmp_path, dolfinx_available):
+    """A record whose stored e_base is far below what its baseline makes of the part: the
+    baseline's error would grow past RATIO_CAP, so the thresholds would move; no part."""
+    record = small_record(e_base=baseline_error() / 100)  # as if the baseline were far more accurate than it is
+    outcome = solve_only.build_part(record, tmp_path, ORACLE / "dolfinx")
+    assert not outcome.kept and "the calibration baseline's error grows" in outcome.reason
+    assert record.evaluation_metadata.solve_only is None and outcome.measured_ratio > solve_only.RATIO_CAP
+
+
+def test_nearly_incompressible_elasticity_is_driven_by_a_divergence_free_field():
+    import sympy as sp
+
+    from pytest_pdebench.expressions import x, y
+
+    def divergence(case_id: str):
+        field = solve_only.driving_field(CaseRecord.model_validate(record_dict(case_id)))
+        return sp.simplify(sp.diff(field[0], x) + sp.diff(field[1], y))
+
+    assert divergence("elasticity_near_incompressible") == 0  # nu = 0.49: P1 would lock on any other
+    assert divergence("elasticity_square") != 0  # nu = 0.3: independent waves per component
 
 
 def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
@@ -61,7 +109,7 @@ def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
     reference, manufactured = reference_fields(record, grid, folder), reference_fields(original, grid)
     # what the text can give (the data are u's) misses by the share: far over every tau_acc
     assert relative_l2_error(manufactured, reference, valid) == pytest.approx(outcome.miss, rel=1e-6)
-    assert outcome.miss >= solve_only.MIN_TAUS * 1e-3
+    assert outcome.miss >= solve_only.MIN_TAUS * tau()
     assert text_leaks.text_leak_problems(original) and not text_leaks.text_leak_problems(record)
 
 
@@ -88,7 +136,7 @@ def test_the_ansatz_fit_fits_the_published_record_and_misses_the_part(built, tmp
     solution has a part the data's functions do not span."""
     record, folder, _ = built
     assert ansatz_fit_error(small_record(), folder, tmp_path / "published") < 1e-8
-    assert ansatz_fit_error(record, folder, tmp_path / "with-part") > 2 * 1e-3
+    assert ansatz_fit_error(record, folder, tmp_path / "with-part") > 2 * tau()
 
 
 def test_the_stored_part_error_is_the_tail_of_the_levels_gaps():
