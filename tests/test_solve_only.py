@@ -87,17 +87,13 @@ def test_a_part_the_baseline_cannot_carry_is_not_kept(tmp_path, dolfinx_availabl
     assert record.evaluation_metadata.solve_only is None and outcome.measured_ratio > solve_only.RATIO_CAP
 
 
-def test_nearly_incompressible_elasticity_is_driven_by_a_divergence_free_field():
+def test_the_smooth_tier_draws_one_wave_of_one_period():
     import sympy as sp
 
-    from pytest_pdebench.expressions import x, y
-
-    def divergence(case_id: str):
-        field = solve_only.driving_field(CaseRecord.model_validate(record_dict(case_id)))
-        return sp.simplify(sp.diff(field[0], x) + sp.diff(field[1], y))
-
-    assert divergence("elasticity_near_incompressible") == 0  # nu = 0.49: P1 would lock on any other
-    assert divergence("elasticity_square") != 0  # nu = 0.3: independent waves per component
+    record = CaseRecord.model_validate(record_dict("poisson_l_shape"))
+    first, smooth = solve_only.driving_field(record), solve_only.driving_field(record, smooth=True)
+    assert len(sp.Add.make_args(first)) == solve_only.WAVES and len(sp.Add.make_args(smooth)) == 1
+    assert smooth == solve_only.driving_field(record, smooth=True)  # drawn from the case id alone
 
 
 def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
