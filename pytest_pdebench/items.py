@@ -98,6 +98,7 @@ class ValidateItem(pytest.Item):
 
     def __init__(self, *, outcome, line: int, **kwargs):
         super().__init__(**kwargs)
+        bracketed_id(self)
         self.outcome, self.line = outcome, line
 
     def runtest(self):
@@ -147,9 +148,23 @@ class ValidateItem(pytest.Item):
         return self.path, self.line - 1, self.name
 
 
+def bracketed_id(item: pytest.Item) -> None:
+    """Give an item named ``base[params]`` the structured id pytest 9 parses that name into
+    (``NodeId(names=(base,), params=params)``): the cache's ``--lf``/``--ff``/``--sw`` keys are
+    node ids read back that way, and an id with the brackets in its name never matched them
+    (``--lf`` reran the whole suite). Older pytest has no structured ids: nothing to do."""
+    node_id = getattr(item, "_id", None)
+    if node_id is None or not hasattr(node_id, "with_params") or item.parent is None:
+        return
+    base, _, params = item.name.partition("[")
+    if params.endswith("]"):
+        item._id = item.parent.id.child(base).with_params(params[:-1])
+
+
 class CaseItem(pytest.Item):
     def __init__(self, *, record: CaseRecord, library: str, line: int, machine: str | None = None, **kwargs):
         super().__init__(**kwargs)
+        bracketed_id(self)
         self.record, self.library, self.line, self.machine = record, library, line, machine
         for marker in (
             record.family,

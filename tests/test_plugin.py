@@ -222,3 +222,21 @@ def test_baselines_measured_with_the_other_runner_are_flagged(pytester, suite):
     warm.stdout.fnmatch_lines(["*WARNING: dolfinx: *other conditions (runner warm here, cold in the calibration)*"])
     cold = pytester.runpytest(*options(suite, "--collect-only", "--pde-library=dolfinx", "--pde-runner=cold"))
     assert "other conditions" not in cold.stdout.str()
+
+
+def test_last_failed_reruns_only_the_failed_items(pytester, suite, dolfinx_available):
+    """pytest's cache keys are node ids parsed back into structured ids (pytest 9): an item
+    named ``case[library]`` must carry the id that parse gives, or ``--lf`` reruns everything."""
+    solvers = pytester.path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "solver.py").write_text("def solve(case_spec):\n    raise RuntimeError('no solve')\n")
+    args = [f"--pde-cases={suite}", f"--pde-submissions={solvers.parent}", f"--pde-calibrations={suite.parent / 'calib'}",
+            "--pde-library=dolfinx", "-p", "no:randomly"]  # fmt: skip
+    first = pytester.runpytest_subprocess(*args, "-k", "poisson_basic or heat_l_shape")
+    first.assert_outcomes(failed=2, deselected=1)
+    again = pytester.runpytest_subprocess(*args, "--lf")
+    again.assert_outcomes(failed=2, deselected=1)
+    again.stdout.fnmatch_lines(["*run-last-failure: rerun previous 2 failures*"])
+    first_failed = pytester.runpytest_subprocess(*args, "--ff", "--co", "-q")
+    assert [line.split("::", 1)[1] for line in first_failed.outlines if "::" in line][:2] == [
+        "poisson_basic[dolfinx]", "heat_l_shape[dolfinx]"]  # fmt: skip
