@@ -348,6 +348,10 @@ class _Recorder:
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
             self.calibrations = self.run.write_calibration(self.verdicts)
+        if self.not_run and session.exitstatus == pytest.ExitCode.OK:
+            # items were selected and not judged (a runtime, a solver, a baseline missing): a CI
+            # job must not go green on them; the summary says which and why
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.run.settings.sandbox == "docker":
             from .sandbox import get_backend
 

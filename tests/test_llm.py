@@ -82,7 +82,7 @@ def test_rerun_uses_the_cache_and_replay_runs_offline(bench, server):
     assert outcomes["toy_a"]["outcome"] == "PASS"
     assert "toy_b" not in outcomes and "not run: no cached response" in done.stdout  # skipped, not failed
     assert len(server.for_model("scripted-correct")) == before
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.returncode == 1, done.stdout[-2000:]  # an item selected and not judged: not a success
 
 
 @pytest.mark.parametrize("model, outcome, reason", [
@@ -126,7 +126,7 @@ def test_budget_stops_new_calls(bench, server):
                         'input_usd_per_mtok = 1000000.0\noutput_usd_per_mtok = 0.0\n')
     done, outcomes = run(bench, server, "scripted-correct", f"--pde-models={registry}", "--pde-budget=0.5")
     assert len(outcomes) == 1, done.stdout[-2000:]  # the first call spends past the budget
-    assert "not run: budget reached" in done.stdout and done.returncode == 0
+    assert "not run: budget reached" in done.stdout and done.returncode == 1  # not everything judged
 
 
 def test_bad_model_options_fail_before_any_case(bench, server):
