@@ -46,6 +46,27 @@ def bundled(name: str, rootdir: Path | None = None) -> Path:
     return INSTALLED / name
 
 
+def count_records(path: Path) -> int:
+    """The non-blank lines of the case files at ``path`` (a file, or the *.jsonl files under a
+    folder): the records a run collects, or reports as broken, without parsing them."""
+    path = Path(path)
+    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path] if path.is_file() else []
+    count = 0
+    for file in files:
+        with open(file, "rb") as handle:
+            count += sum(1 for line in handle if line.strip())
+    return count
+
+
+def case_source(rootdir: Path | None) -> Path:
+    """The cases a run takes without --pde-cases: the rootdir's ``cases/`` folder if it holds
+    records (a checkout's suite, a project that keeps its own), else the bundled suite; a
+    ``cases/`` folder with no records in it (a schema file, nothing yet) is not a suite."""
+    if rootdir is not None and (rootdir / "cases").is_dir() and count_records(rootdir / "cases"):
+        return rootdir / "cases"
+    return bundled("cases")
+
+
 # what a run must never see (issue 46): the cases and their references, the calibrations,
 # the oracle's solvers; a wheel carries them inside the package, so every installed copy
 # of the package is hidden whole (a run needs none of it: runner.py is mounted alone)

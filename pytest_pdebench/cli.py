@@ -27,7 +27,7 @@ from .authoring.starter import starter_records
 from .authoring.suite import suite_records
 from .authoring.upstream import import_to
 from .authoring.variants import write_variants
-from .bundled import bundled
+from .bundled import bundled, case_source
 from .calibration import materialize_case_files
 from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file, schema_text
 from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
@@ -67,7 +67,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _schema(args) -> int:
-    path = Path(args.path)
+    # --check looks at the schema of the cases a run here would take (a project without a
+    # suite of its own: the bundled one); writing, at this folder's cases/
+    path = Path(args.path or (case_source(Path.cwd()) if args.check else Path("cases")) / "schema.json")
     if args.check:
         if not path.is_file() or path.read_text() != schema_text():
             print(f"{path} is out of date: run `pdebench schema`", file=sys.stderr)
@@ -396,8 +398,12 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     schema = _command(commands, "schema", "write (or check) cases/schema.json", _schema)
-    schema.add_argument("--path", default="cases/schema.json")
-    schema.add_argument("--check", action="store_true")
+    schema.add_argument(
+        "--path",
+        help="the schema file (default: cases/schema.json here; with --check, the schema of the cases a run "
+        "here takes: this folder's cases/ if it holds records, else the bundled suite's)",
+    )
+    schema.add_argument("--check", action="store_true", help="only check that the file matches the record models")
 
     starter = _command(
         commands,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .bundled import bundled
+from .bundled import bundled, case_source, count_records
 from .calibration import Alphas, CalibrationStore
 from .cases import LIBRARIES
 from .evaluation import Settings
@@ -40,9 +40,15 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
     if submissions is None and not opt.pde_model:
         return None
     rootdir = config.rootpath
-    cases_path = Path(opt.pde_validate or opt.pde_cases or bundled("cases", rootdir))
+    cases_path = Path(opt.pde_validate or opt.pde_cases or case_source(rootdir))
     if not cases_path.exists():
         raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
+    case_count = count_records(cases_path)
+    if not case_count:
+        raise pytest.UsageError(
+            f"{cases_path}: no case records in it (no non-blank line in a *.jsonl file); pass --pde-cases with "
+            f"a file or folder of records, or leave it out for the bundled suite ({bundled('cases')})"
+        )
     if opt.pde_runs < 1:
         raise pytest.UsageError("--pde-runs must be at least 1")
     baseline = _baseline(opt, validate)
@@ -104,6 +110,7 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         cluster=cluster,
         shard=_shard(opt.pde_shard),
         libraries_chosen=bool(opt.pde_library) or not isinstance(source, DirectorySource),
+        case_count=case_count,
     )
 
 

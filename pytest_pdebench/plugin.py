@@ -283,6 +283,7 @@ def pytest_report_header(config: pytest.Config):
         return [
             f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
             f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
+            f"pdebench: cases {meta['cases']} ({run.case_count} records)",
             *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
         ]
 

@@ -81,6 +81,7 @@ class PdeRun:
     validate: bool = False
     static_only: bool = False
     libraries_chosen: bool = True  # False: the tracks a folder has solvers for (the header says so)
+    case_count: int = 0  # the records under cases_path (the header names both)
     cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
     shard: Shard | None = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)

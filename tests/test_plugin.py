@@ -243,3 +243,32 @@ def test_last_failed_reruns_only_the_failed_items(pytester, suite, dolfinx_avail
     first_failed = pytester.runpytest_subprocess(*args, "--ff", "--co", "-q")
     assert [line.split("::", 1)[1] for line in first_failed.outlines if "::" in line][:2] == [
         "poisson_basic[dolfinx]", "heat_l_shape[dolfinx]"]  # fmt: skip
+
+
+def test_a_cases_folder_without_records_is_not_a_suite(pytester):
+    """A project's cases/ that holds only a schema file (what `pdebench schema` writes) does not
+    replace the bundled suite; the header names the case source and its records; a case
+    source with no records is an error that says what to do."""
+    from pytest_pdebench.bundled import bundled, count_records
+
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "schema.json").write_text("{}")
+    suite = bundled("cases")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-submissions={ORACLE}", "--pde-library=dolfinx",
+                                "--collect-only")  # fmt: skip
+    result.stdout.fnmatch_lines([f"pdebench: cases {suite.resolve()} ({count_records(suite)} records)"])
+    (pytester.path / "none.jsonl").write_text("\n\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-submissions={ORACLE}", "--pde-cases=none.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*none.jsonl: no case records in it*pass --pde-cases with a file or folder of records*"])
+
+
+def test_schema_check_checks_the_schema_a_run_here_uses(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "schema.json").write_text("{}")  # a stale file in a folder with no records
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "schema", "--check"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "matches the models" in done.stdout, done.stderr
