@@ -76,8 +76,10 @@ def not_run_summary(not_run: list[dict], shown: int = 8) -> list[str]:
         return []
     groups = Counter((item["library"], item["reason"]) for item in not_run)
     items = f"{len(not_run)} item" + ("s" if len(not_run) > 1 else "")
-    lines = [f"{NOT_RUN}: {items}, left out of the pass rates (the run exits with status 1: it did not judge "
-             "everything it selected; leave such items out with --pde-library, -k or -m):"]
+    lines = [
+        f"{NOT_RUN}: {items}, left out of the pass rates (the run exits with status 1: it did not judge "
+        "everything it selected; leave such items out with --pde-library, -k or -m):"
+    ]
     lines += [f"  {count} on {library}: {reason}" for (library, reason), count in groups.most_common(shown)]
     if len(groups) > shown:
         lines.append(f"  ... and {len(groups) - shown} other reasons (the JSON report's pde.not_run lists each item)")
