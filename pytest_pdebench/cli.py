@@ -63,7 +63,46 @@ def _check_inputs(args: argparse.Namespace) -> None:
     """Every input the subcommand declared (``inputs``: argument -> what it names) exists
     and can be read, before the command starts any work."""
     for dest, what in args.inputs.items():
-        _check_input(Path(getattr(args, dest)), what)
+        if getattr(args, dest) is not None:  # None: an optional input left out (its default is found later)
+            _check_input(Path(getattr(args, dest)), what)
+
+
+def _cases(args) -> int:
+    """``pdebench cases``: the records of the suite a run here takes (or --cases), filtered."""
+    import fnmatch
+
+    from tabulate import tabulate
+
+    from .cases import case_files, iter_case_file
+
+    source = Path(args.cases) if args.cases else case_source(Path.cwd())
+    rows, total = [], 0
+    for file in case_files(source):
+        for _, record in iter_case_file(file):
+            total += 1
+            spec = record.case_spec
+            if (
+                (args.family and record.family not in args.family)
+                or (args.domain and record.domain_type not in args.domain)
+                or (args.library and not set(args.library) & set(record.supported_libraries))
+                or (args.match and not fnmatch.fnmatch(record.id, args.match))
+            ):
+                continue
+            rows.append(
+                [
+                    record.id,
+                    record.family,
+                    record.domain_type,
+                    " ".join(record.supported_libraries),
+                    "manufactured" if record.evaluation_metadata.manufactured_solution else "numerical reference",
+                    ("transient" if spec.pde.time else "steady") + (", 3-D" if spec.eval_grid.nz else ""),
+                ]
+            )
+    if rows:
+        headers = ["id", "family", "domain", "libraries", "answer", "kind"]
+        print(tabulate(rows, headers=headers, tablefmt=args.format))
+    print(f"{len(rows)} of {total} records in {source}")
+    return 0 if rows else 1
 
 
 def _schema(args) -> int:
@@ -397,6 +436,21 @@ def _parser() -> argparse.ArgumentParser:
         help="one of those above; pdebench COMMAND --help for its options",
     )
 
+    listing = _command(
+        commands,
+        "cases",
+        "list the cases a run here takes (the bundled suite, or this folder's cases/)",
+        _cases,
+        cases=CASES_OPTION,
+    )
+    listing.add_argument("--cases", help="a case file or folder instead")
+    for name, what in (("family", "FAMILY"), ("domain", "DOMAIN"), ("library", "LIBRARY")):
+        listing.add_argument(f"--{name}", action="append", metavar=what, help=f"only this {name} (repeatable)")
+    listing.add_argument(
+        "--match", metavar="PATTERN", help="only ids matching this shell pattern (poisson_*_l_shape_*)"
+    )
+    listing.add_argument("--format", default="simple", help="tabulate format (simple, github, ...)")
+
     schema = _command(commands, "schema", "write (or check) cases/schema.json", _schema)
     schema.add_argument(
         "--path",
@@ -668,10 +722,30 @@ def _parser() -> argparse.ArgumentParser:
     )
     containers.add_argument("--folder", default="/run/pdebench-podman", help="engine: where the socket goes")
 
+    for command in commands.choices.values():  # the arguments many commands share: one help line each
+        for action in command._actions:
+            if not action.help and action.dest in SHARED_HELP:
+                action.help = SHARED_HELP[action.dest]
     parser.description = (
         f"PDEAgent-Bench: build and calibrate cases, show tables of stored runs.\n\n{_synopsis(commands)}"
     )
     return parser
+
+
+SHARED_HELP = {
+    "library": "the track: dolfinx, firedrake or dealii (default %(default)s)",
+    "cases": "a case file or folder (default %(default)s)",
+    "oracle": "the oracle's solver folder (default %(default)s)",
+    "calibrations": "the calibrations folder (default %(default)s)",
+    "upstream": "the upstream case file, benchmark_v2.jsonl (read, never copied; default %(default)s)",
+    "output": "where to write (default %(default)s)",
+    "format": "tabulate format: github, simple, latex, ... (default %(default)s)",
+    "seed": "the variants' seed (an integer; the same seed draws the same variants)",
+    "report": "a pytest JSON report (--json-report-file)",
+    "source": "the upstream case file (benchmark_v2.jsonl of PDEAgent-Bench)",
+    "case_id": "the case's id (pdebench cases lists them)",
+    "guides": "the library guides' folder (default %(default)s)",
+}
 
 
 def _fail(command: str, message: str) -> int:

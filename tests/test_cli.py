@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -44,6 +46,7 @@ def test_the_synopsis_shows_positional_and_required_arguments(capsys):
 # one or more per subcommand that reads a file or folder; ABSENT is a path that does not
 # exist (the message must name it), TMP a folder to write in
 MISSING_INPUT = [
+    ["cases", "--cases", "ABSENT"],
     ["table", "ABSENT"],
     ["merge", "ABSENT", "ABSENT", "--out", "TMP/merged.json"],
     ["report", "ABSENT", "--out", "TMP/report"],
@@ -143,3 +146,27 @@ def test_a_malformed_case_file_is_one_line_naming_file_and_line(tmp_path, capsys
     assert cli.main(["leak-audit", str(cases)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"pdebench leak-audit: {cases}:1: malformed JSON") and err.count("\n") == 1
+
+
+def test_every_option_of_every_command_has_a_help_line():
+    from pytest_pdebench.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {action.dest}" for name, command in commands.choices.items()
+               for action in command._actions if not action.help]  # fmt: skip
+    assert not missing, missing
+
+
+def test_cases_lists_and_filters_the_suite_a_run_takes(tmp_path):
+    records = [json.loads(line) for line in (REPO / "cases" / "suite.jsonl").read_text().splitlines() if line]
+    expected = sorted(r["id"] for r in records if r["pde_classification"]["equation_family"] == "poisson"
+                      and r["case_spec"]["domain"]["type"] == "l_shape" and "dealii" in r["supported_libraries"])  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "cases", "--family", "poisson", "--domain",
+                           "l_shape", "--library", "dealii", "--cases", str(REPO / "cases")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listed = sorted(line.split()[0] for line in done.stdout.splitlines() if line.startswith("poisson_"))
+    assert listed == expected and f"{len(expected)} of {len(records)} records in" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "cases", "--match", "no_such_*"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1 and done.stdout.startswith("0 of ")  # nothing listed: not a success
