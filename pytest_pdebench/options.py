@@ -27,7 +27,7 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
     """None unless a source option asks for benchmark items."""
     opt = config.option
     validate = opt.pde_validate is not None
-    submissions = opt.pde_submissions
+    submissions = _bundled_folder(opt.pde_submissions, config.rootpath)
     if opt.pde_agent and not opt.pde_model:
         raise pytest.UsageError("--pde-agent needs --pde-model: the model the agent works with")
     if opt.pde_model and (submissions or opt.pde_calibrate or validate):
@@ -72,6 +72,7 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
         label = source.run_label
     else:
+        assert submissions is not None  # no model: a folder was given or defaulted (returned above if not)
         try:
             source = DirectorySource(Path(submissions))
         except FileNotFoundError as exc:
@@ -115,6 +116,15 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
 
 
 DEFAULT_ORACLE = "submissions/oracle"
+BUNDLED_SOLVERS = ("oracle", "textbook")  # --pde-submissions=oracle names the bundled folder
+
+
+def _bundled_folder(value: str | None, rootdir: Path) -> str | None:
+    """--pde-submissions as given, or, for a bundled folder's name that is no folder here,
+    that folder (``oracle``: the strong oracle, ``textbook``: the plain solvers)."""
+    if value in BUNDLED_SOLVERS and not Path(value).is_dir():
+        return str(bundled(f"submissions/{value}", rootdir))
+    return value
 
 
 def _libraries(values: list[str] | None) -> tuple[str, ...]:

@@ -34,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--pde-submissions",
         metavar="DIR",
-        help="evaluate the hand-written solvers in DIR (DIR/<library>/<case_id|family|solver>.py)",
+        help="evaluate the hand-written solvers in DIR (DIR/<library>/<case_id|family|solver>.py); 'oracle' "
+        "and 'textbook' name the bundled folders",
     )
     group.addoption(
         "--pde-library",

@@ -272,3 +272,17 @@ def test_schema_check_checks_the_schema_a_run_here_uses(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "schema", "--check"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0 and "matches the models" in done.stdout, done.stderr
+
+
+def test_oracle_and_textbook_name_the_bundled_solver_folders(pytester, suite):
+    from pytest_pdebench.bundled import bundled
+
+    for name in ("oracle", "textbook"):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={name}",
+                                    "--pde-library=dolfinx", "--collect-only")  # fmt: skip
+        result.stdout.fnmatch_lines([f"pdebench: evaluation of {bundled(f'submissions/{name}')} on dolfinx*"])
+    (pytester.path / "oracle" / "dolfinx").mkdir(parents=True)  # a folder of that name here is the user's own
+    (pytester.path / "oracle" / "dolfinx" / "solver.py").write_text("def solve(case_spec):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", "--pde-submissions=oracle",
+                                "--pde-library=dolfinx", "--collect-only")  # fmt: skip
+    result.stdout.fnmatch_lines(["pdebench: evaluation of oracle on dolfinx*"])
