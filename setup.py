@@ -11,6 +11,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # as bundled.FOLDERS
+SMOKE = ("tests/cases", "smoke")  # the 53-case smoke suite, as bundled.SMOKE
 
 
 class BuildWithBundledFolders(build_py):
@@ -19,9 +20,9 @@ class BuildWithBundledFolders(build_py):
         if getattr(self, "editable_mode", False):
             return
         target = Path(self.build_lib) / "pytest_pdebench" / "_bundled"
-        for name in FOLDERS:
-            if (HERE / name).is_dir():  # an sdist built without them says so in the test that installs it
-                shutil.copytree(HERE / name, target / name, dirs_exist_ok=True,
+        for source, name in [(name, name) for name in FOLDERS] + [SMOKE]:
+            if (HERE / source).is_dir():  # an sdist built without them says so in the test that installs it
+                shutil.copytree(HERE / source, target / name, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
 
 

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
 INSTALLED = PACKAGE / "_bundled"
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # what a wheel carries
+SMOKE = ("tests/cases", "smoke")  # and the smoke suite: the checkout's folder, its name in a wheel
 
 
 def cache_root() -> Path:
@@ -41,8 +42,9 @@ def bundled(name: str, rootdir: Path | None = None) -> Path:
     the caller's message names where it looked)."""
     if rootdir is not None and (rootdir / name).exists():
         return rootdir / name
-    if _in_checkout() and (CHECKOUT / name).exists():
-        return CHECKOUT / name
+    checkout_name = SMOKE[0] if name == SMOKE[1] else name
+    if _in_checkout() and (CHECKOUT / checkout_name).exists():
+        return CHECKOUT / checkout_name
     return INSTALLED / name
 
 

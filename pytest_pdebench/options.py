@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .bundled import bundled, case_source, count_records
+from .bundled import SMOKE, bundled, case_source, count_records
 from .calibration import Alphas, CalibrationStore
 from .cases import LIBRARIES
 from .evaluation import Settings
@@ -40,7 +40,10 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
     if submissions is None and not opt.pde_model:
         return None
     rootdir = config.rootpath
-    cases_path = Path(opt.pde_validate or opt.pde_cases or case_source(rootdir))
+    cases = opt.pde_cases
+    if cases == SMOKE[1] and not Path(cases).exists():  # --pde-cases=smoke: the bundled smoke suite
+        cases = str(bundled(SMOKE[1]))
+    cases_path = Path(opt.pde_validate or cases or case_source(rootdir))
     if not cases_path.exists():
         raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
     case_count = count_records(cases_path)

@@ -44,7 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="library track(s): dolfinx, firedrake, dealii; repeat or comma-separate (default: the tracks "
         "--pde-submissions has solvers for; all three for a model or an agent)",
     )
-    group.addoption("--pde-cases", metavar="PATH", help="case file or directory (default: the bundled cases/)")
+    group.addoption(
+        "--pde-cases",
+        metavar="PATH",
+        help="case file or directory (default: the bundled suite, or a cases/ folder here that holds records); "
+        "'smoke' names the bundled 53-case smoke suite",
+    )
     group.addoption(
         "--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, as the paper)"
     )
