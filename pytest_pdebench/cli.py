@@ -105,6 +105,31 @@ def _cases(args) -> int:
     return 0 if rows else 1
 
 
+def _provision(args) -> int:
+    """``pdebench provision LIBRARY``: Firedrake's runtime built by the recipe the package
+    ships (its steps print as they go; resumable), deal.II's Debian packages named."""
+    import subprocess
+    import time
+
+    if args.library == "dealii":
+        from .libraries.dealii import DealiiTrack
+
+        print(DealiiTrack.install_hint)
+        return 0
+    from .libraries.firedrake import PROVISION_SCRIPT
+
+    command = ["bash", str(PROVISION_SCRIPT), *(["--print"] if args.print else [])]
+    if args.dry_run:
+        print(" ".join(command))
+        return 0
+    started = time.monotonic()
+    code = subprocess.run(command).returncode
+    if not args.print:
+        minutes = (time.monotonic() - started) / 60
+        print(f"pdebench provision firedrake: {'done' if code == 0 else 'failed'} in {minutes:.1f} min")
+    return code
+
+
 def _schema(args) -> int:
     # --check looks at the schema of the cases a run here would take (a project without a
     # suite of its own: the bundled one); writing, at this folder's cases/
@@ -450,6 +475,16 @@ def _parser() -> argparse.ArgumentParser:
         "--match", metavar="PATTERN", help="only ids matching this shell pattern (poisson_*_l_shape_*)"
     )
     listing.add_argument("--format", default="simple", help="tabulate format (simple, github, ...)")
+
+    provision = _command(
+        commands,
+        "provision",
+        "set up a track's runtime: firedrake (built from PyPI sources, about 20 min once), dealii (the apt line)",
+        _provision,
+    )
+    provision.add_argument("library", choices=("firedrake", "dealii"), help="the track")
+    provision.add_argument("--print", action="store_true", help="firedrake: only print where the runtime lives")
+    provision.add_argument("--dry-run", action="store_true", help="only print the command it would run")
 
     schema = _command(commands, "schema", "write (or check) cases/schema.json", _schema)
     schema.add_argument(

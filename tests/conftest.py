@@ -47,7 +47,7 @@ def dealii_available(bwrap_available):
 
 @pytest.fixture(scope="session")
 def firedrake_available(bwrap_available):
-    """The provisioned Firedrake runtime (scripts/provision_firedrake.sh, ~20 minutes once).
+    """The provisioned Firedrake runtime (pdebench provision firedrake, ~20 minutes once).
     Required only with PDEBENCH_REQUIRE_FIREDRAKE=1: `make test` does not provision it."""
     return _runtime("firedrake", os.environ.get("PDEBENCH_REQUIRE_FIREDRAKE") == "1")
 

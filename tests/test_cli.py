@@ -15,7 +15,7 @@ from pytest_pdebench import cli
 from pytest_pdebench.testing import REPO, json_report, verdict
 
 CASES = str(REPO / "cases")
-READS_NO_FILE = {"schema", "containers"}  # write, or talk to an engine: no input file to miss
+READS_NO_FILE = {"schema", "containers", "provision"}  # write, talk to an engine, build: no input file to miss
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -170,3 +170,19 @@ def test_cases_lists_and_filters_the_suite_a_run_takes(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "cases", "--match", "no_such_*"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 1 and done.stdout.startswith("0 of ")  # nothing listed: not a success
+
+
+def test_provision_runs_the_recipe_the_package_ships(tmp_path):
+    """A wheel has no scripts/: the Firedrake recipe is package data, and `pdebench provision`
+    runs it from wherever the package is; deal.II's needs are the apt line."""
+    from pytest_pdebench.bundled import PACKAGE
+    from pytest_pdebench.libraries.firedrake import PROVISION_SCRIPT
+
+    assert PROVISION_SCRIPT.is_file() and PROVISION_SCRIPT.is_relative_to(PACKAGE)
+    run = [sys.executable, "-m", "pytest_pdebench.cli", "provision"]
+    done = subprocess.run([*run, "firedrake", "--dry-run"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == f"bash {PROVISION_SCRIPT}"
+    done = subprocess.run([*run, "firedrake", "--print"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0 and "firedrake-2026.10.0" in done.stdout
+    done = subprocess.run([*run, "dealii"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0 and "apt-get install" in done.stdout and "libdeal.ii-dev" in done.stdout

@@ -65,7 +65,7 @@ def test_items_without_a_runtime_are_not_run_rows_with_their_reason(tmp_path, do
     firedrake_table = out[out.index("firedrake:") :]
     assert "not run" in firedrake_table.splitlines()[1]  # the column, in the header of that track's table
     assert "not run: 1 item, left out of the pass rates (the run exits with status 1" in out
-    assert "1 on firedrake: firedrake runtime not found" in out and "provision_firedrake.sh" in out
+    assert "1 on firedrake: firedrake runtime not found" in out and "pdebench provision firedrake" in out
     assert "WARNING: firedrake" not in out  # no speed or conditions warning for a track that is not here
     report = json.loads((tmp_path / "r.json").read_text())
     assert [(i["case_id"], i["library"], i["family"]) for i in report["pde"]["not_run"]] == [

@@ -1,5 +1,5 @@
 """The Firedrake track: Firedrake 2026.10 built from PyPI sources by
-``scripts/provision_firedrake.sh`` into a per-machine cache (there is no wheel).
+``pdebench provision firedrake`` into a per-machine cache (there is no wheel).
 
 The runtime is the provisioned venv (or ``$PDEBENCH_FIREDRAKE_PYTHON``); its prefix, the
 Python it was made from and the PETSc it links are mounted read-only in the sandbox.
@@ -53,11 +53,11 @@ KERNEL_RULES = (
         ),
     ),
 )
-PROVISION_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "provision_firedrake.sh"
+PROVISION_SCRIPT = Path(__file__).with_name("provision_firedrake.sh")  # package data: a wheel can provision too
 
 
 def provisioned_python() -> Path | None:
-    """The venv python of ``scripts/provision_firedrake.sh`` (its --print gives the folder)."""
+    """The venv python of ``provision_firedrake.sh`` (its --print gives the folder)."""
     if not PROVISION_SCRIPT.is_file():
         return None
     done = subprocess.run(["bash", str(PROVISION_SCRIPT), "--print"], capture_output=True, text=True, timeout=30)
@@ -91,7 +91,7 @@ class FiredrakeTrack(PythonTrack):
     # parallel loop and form, so room for many
     kernel_files_per_run, kernel_bytes_per_run = 1024, 128 << 20
     install_hint = (
-        "Provision Firedrake 2026.10 once with `scripts/provision_firedrake.sh` (builds PETSc, "
+        "Provision Firedrake 2026.10 once with `pdebench provision firedrake` (builds PETSc, "
         "petsc4py and firedrake from PyPI sources against Debian packages; about 20 minutes on 2 "
         "cores, cached outside the repository), or point PDEBENCH_FIREDRAKE_PYTHON at a python "
         "that imports firedrake."
