@@ -117,3 +117,37 @@ def test_an_installed_plugin_keeps_its_answer_key_out_of_the_runs(installed, tmp
     verdicts = [t["metadata"]["pde"] for t in tests if t.get("metadata", {}).get("pde")]
     assert [(v["case_id"], v["outcome"]) for v in verdicts] == [(CASE, "F-Acc")], done.stdout[-3000:]
     assert verdicts[0]["solver_info"] == {"answer_key": []}
+
+
+def test_a_user_s_habits_work_with_the_installed_plugin(installed, tmp_path):
+    """Issue 49, from the wheel: a project with a cases/ folder holding only a schema file,
+    the smoke suite by name, pytest's --lf after a failure, `pdebench cases`, the provision
+    command's dry run, and the exit status of a run that judged nothing."""
+    project = tmp_path / "project"
+    (project / "cases").mkdir(parents=True)
+    (project / "cases" / "schema.json").write_text("{}")  # what `pdebench schema` would write: not a suite
+    solvers = project / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "solver.py").write_text("def solve(case_spec):\n    raise RuntimeError('not yet')\n")
+
+    def pytest_here(*args):
+        return subprocess.run([installed / "pytest", "--pde-submissions=solvers", "--pde-library=dolfinx", *args],
+                              cwd=project, capture_output=True, text=True, timeout=900)  # fmt: skip
+
+    listed = pytest_here("--collect-only", "-q", "--pde-cases=smoke")
+    assert listed.returncode == 0 and "53 tests collected" in listed.stdout, listed.stdout[-2000:]
+    header = pytest_here("--collect-only")
+    assert "/_bundled/cases (645 records)" in header.stdout and "645" in header.stdout.splitlines()[-1]
+    first = pytest_here("--pde-cases=smoke", "-k", "poisson_basic or poisson_l_shape", "--pde-runs=1")
+    assert first.returncode == 1 and "3 failed, 50 deselected" in first.stdout, first.stdout[-2000:]
+    again = pytest_here("--pde-cases=smoke", "--lf", "--pde-runs=1")
+    assert "3 failed, 50 deselected" in again.stdout and "rerun previous 3 failures" in again.stdout
+    cases = run(installed / "pdebench", "cases", "--family", "poisson", "--library", "dealii", cwd=project)
+    count, _, rest = cases.stdout.splitlines()[-1].partition(" of 645 records in ")
+    assert int(count) > 0 and rest.endswith("_bundled/cases")  # the bundled suite, not the project's cases/
+    dry = run(installed / "pdebench", "provision", "firedrake", "--dry-run", cwd=project)
+    assert "site-packages/pytest_pdebench/libraries/provision_firedrake.sh" in dry.stdout
+    nothing = subprocess.run([installed / "pytest", "--pde-submissions=solvers", "--pde-library=firedrake",
+                              "--pde-cases=smoke", "-k", "poisson_basic"],
+                             cwd=project, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert nothing.returncode == 1 and "not run: 1 item" in nothing.stdout, nothing.stdout[-2000:]
