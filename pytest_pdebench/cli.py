@@ -430,11 +430,28 @@ def _usage_word(action: argparse.Action) -> str:
     return forms.get(str(action.nargs), word)
 
 
+# what a user of the benchmark runs; the rest builds and calibrates the suite (its maintainers)
+USER_COMMANDS = ("cases", "provision", "table", "report", "merge", "prompt", "prompt-cost", "containers")
+
+
 def _synopsis(commands, column: int = 40, width: int = 100) -> str:
-    """One entry per subcommand of the parser: its positional and required arguments, and
-    what it does."""
+    """One entry per subcommand of the parser, a user's first, then the suite maintainer's:
+    its positional and required arguments, and what it does."""
+    lines: list[str] = []
+    users = [name for name in USER_COMMANDS if name in commands.choices]
+    maintainers = [name for name in commands.choices if name not in USER_COMMANDS]
+    for heading, names in (
+        ("running and reading results:", users),
+        ("building and calibrating the suite:", maintainers),
+    ):
+        lines += ([""] if lines else []) + [heading, *_entries(commands, names, column, width)]
+    return "\n".join(lines)
+
+
+def _entries(commands, names: list[str], column: int, width: int) -> list[str]:
     lines = []
-    for name, command in commands.choices.items():
+    for name in names:
+        command = commands.choices[name]
         needed = [a for a in command._actions if a.required or not a.option_strings]
         left = " ".join(["pdebench", name, *map(_usage_word, needed)])
         what = textwrap.wrap(command.description or "", width - column, break_on_hyphens=False) or [""]
@@ -443,7 +460,7 @@ def _synopsis(commands, column: int = 40, width: int = 100) -> str:
         else:
             lines += [left, " " * column + what[0]]
         lines += [" " * column + line for line in what[1:]]
-    return "\n".join(lines)
+    return lines
 
 
 def _shipped(name: str) -> str:
@@ -761,12 +778,11 @@ def _parser() -> argparse.ArgumentParser:
         for action in command._actions:
             if not action.help and action.dest in SHARED_HELP:
                 action.help = SHARED_HELP[action.dest]
-    parser.description = (
-        f"PDEAgent-Bench: build and calibrate cases, show tables of stored runs.\n\n{_synopsis(commands)}"
-    )
+    parser.description = f"{HEADING}\n\n{_synopsis(commands)}"
     return parser
 
 
+HEADING = "PDEAgent-Bench: list the cases, provision tracks, read stored runs; build and calibrate the suite."
 SHARED_HELP = {
     "library": "the track: dolfinx, firedrake or dealii (default %(default)s)",
     "cases": "a case file or folder (default %(default)s)",

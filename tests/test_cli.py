@@ -186,3 +186,12 @@ def test_provision_runs_the_recipe_the_package_ships(tmp_path):
     assert done.returncode == 0 and "firedrake-2026.10.0" in done.stdout
     done = subprocess.run([*run, "dealii"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0 and "apt-get install" in done.stdout and "libdeal.ii-dev" in done.stdout
+
+
+def test_the_help_lists_a_user_s_commands_first():
+    from pytest_pdebench.cli import USER_COMMANDS, _parser
+
+    text = _parser().format_help()
+    users, maintainers = text.split("running and reading results:")[1].split("building and calibrating the suite:")
+    assert all(f"pdebench {name}" in users for name in USER_COMMANDS)
+    assert "pdebench schema" in maintainers and "pdebench calibrate" in maintainers and "pdebench cases" not in maintainers
