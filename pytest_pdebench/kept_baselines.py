@@ -68,9 +68,7 @@ class KeptBaselines:
         path = self.path(library)
         try:
             return json.loads(path.read_text())
-        except FileNotFoundError:
-            return {"entries": {}, "quietest_probe": {}}
-        except (OSError, ValueError):  # a damaged file: its entries are lost, not the run
+        except (OSError, ValueError):  # none yet, or a damaged file: its entries are lost, not the run
             return {"entries": {}, "quietest_probe": {}}
 
     def find(self, library: str, key: BaselineKey, probe_sec: float) -> dict | None:

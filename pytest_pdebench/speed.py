@@ -120,6 +120,11 @@ class RunConditions:
         self._quietest = min(seconds, self._quietest or seconds)
         return seconds
 
+    def stored_conditions(self, library: str) -> dict:
+        """The conditions the stored calibration of ``library`` was measured under (none: {})."""
+        measured = self.store.conditions(library)
+        return {"runner": "cold", **measured} if measured else {}  # before the warm runner, runs were cold
+
     def pace(self) -> float:
         """The probe's time now: timed again once PROBE_INTERVAL has passed since the last."""
         if self._probe is None or time.monotonic() - self._probed_at > PROBE_INTERVAL:
@@ -148,7 +153,7 @@ class RunConditions:
             and stored.get("fingerprint") == fingerprint
             and stored.get("speed_probe_sec")
             and abs(self.pace() / stored["speed_probe_sec"] - 1) <= SPEED_TOLERANCE
-            and {"runner": "cold", **self.store.conditions(library)} == {"runner": "cold", **self.of(library)}
+            and self.stored_conditions(library) == self.of(library)
         )
         if fits:
             return self.store.thresholds(record, library, self.settings.alphas, fingerprint), ""
@@ -177,9 +182,7 @@ class RunConditions:
             return []  # paired (or local): the baselines are measured beside the submission, here and now
         lines = []
         for library in libraries:
-            measured = self.store.conditions(library)
-            if measured:  # baselines from before the warm runner were measured cold
-                measured = {"runner": "cold", **measured}
+            measured = self.stored_conditions(library)
             differ = {k: (v, measured[k]) for k, v in self.of(library).items() if k in measured and measured[k] != v}
             if differ:
                 shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
