@@ -138,7 +138,10 @@ def test_an_unusable_image_skips_its_items_and_says_why(container_engine, tmp_pa
                                f"--pde-calibrations={tmp_path / 'calibrations'}")
     assert "INTERNALERROR" not in done.stdout + done.stderr, done.stdout[-3000:]
     assert "pdebench-no-such-image:0 for the dolfinx track is not there" in done.stdout, done.stdout[-3000:]
-    assert done.returncode == pytest.ExitCode.OK and not outcomes  # skipped, not failed
+    assert not outcomes, outcomes  # skipped, not failed: no verdict
+    # selected and not judged: the run says so and exits 1, so a CI job cannot go green on it
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout[-3000:]
+    assert "did not judge everything it selected" in done.stdout, done.stdout[-3000:]
 
 
 def model_run_in_containers(image: str, tmp_path, model: str, *extra: str) -> dict:
