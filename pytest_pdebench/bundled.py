@@ -18,6 +18,8 @@ CHECKOUT = PACKAGE.parent
 INSTALLED = PACKAGE / "_bundled"
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # what a wheel carries
 SMOKE = ("tests/cases", "smoke")  # and the smoke suite: the checkout's folder, its name in a wheel
+# the upstream benchmark (CC BY 4.0): read by the builders at run time, never copied here
+UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 
 
 def cache_root() -> Path:

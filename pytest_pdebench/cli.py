@@ -16,27 +16,8 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
-from .analysis.calibration_summary import calibration_summary
-from .analysis.render import write_report
-from .analysis.runs import ReportError, json_report_verdicts, load_run, parse_run_argument
-from .authoring.calibration_configs import UPSTREAM_FILE, MissingUpstream, attach, read_distribution, update_case_files
-from .authoring.references import build_references, store_reference_agreement
-from .authoring.starter import starter_records
-from .authoring.suite import suite_records
-from .authoring.upstream import import_to
-from .authoring.variants import write_variants
-from .bundled import bundled, case_source
-from .calibration import materialize_case_files
-from .cases import CaseFileError, agent_view, load_cases, rewrite_case_file, schema_text
-from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
-from .leaks import leak_audit
-from .llm.tokens import run_cost
-from .prompts import item_prompts, single_shot_prompt
-from .report import stage_rates, tables_by_library
-from .scaffolds import scaffold_for
-from .shards import ShardError, merge_reports
+# each command imports what it runs: `pdebench --help` and a quick command stay quick
+from .bundled import UPSTREAM_FILE, bundled, case_source
 
 say = functools.partial(print, flush=True)  # progress of long commands, seen as it happens in a log
 
@@ -131,6 +112,8 @@ def _provision(args) -> int:
 
 
 def _schema(args) -> int:
+    from .cases import schema_text
+
     # --check looks at the schema of the cases a run here would take (a project without a
     # suite of its own: the bundled one); writing, at this folder's cases/
     path = Path(args.path or (case_source(Path.cwd()) if args.check else Path("cases")) / "schema.json")
@@ -147,6 +130,10 @@ def _schema(args) -> int:
 
 
 def _build_starter(args) -> int:
+    from .authoring.calibration_configs import attach, read_distribution
+    from .authoring.starter import starter_records
+    from .cases import rewrite_case_file
+
     path = Path(args.output)
     pools = read_distribution(Path(args.upstream))  # before the build (half a minute): a missing file stops here
     records = attach(starter_records(), pools)
@@ -156,6 +143,10 @@ def _build_starter(args) -> int:
 
 
 def _calibrate(args) -> int:
+    import pytest
+
+    from .calibration import materialize_case_files
+
     command = [
         "-p",
         "no:cacheprovider",
@@ -177,11 +168,16 @@ def _calibrate(args) -> int:
 
 
 def _materialize(args) -> int:
+    from .calibration import materialize_case_files
+
     materialize_case_files(Path(args.cases), args.library, Path(args.calibrations), machine=args.machine)
     return 0
 
 
 def _report(args) -> int:
+    from .analysis.render import write_report
+    from .analysis.runs import ReportError, load_run, parse_run_argument
+
     try:
         runs = [load_run(path, name) for name, path in map(parse_run_argument, args.runs)]
     except ReportError as exc:
@@ -198,6 +194,8 @@ def _report(args) -> int:
 
 
 def _merge(args) -> int:
+    from .shards import ShardError, merge_reports
+
     try:
         merged = merge_reports([Path(path) for path in args.shards])
     except ShardError as exc:
@@ -214,6 +212,9 @@ def _merge(args) -> int:
 
 
 def _table(args) -> int:
+    from .analysis.runs import json_report_verdicts
+    from .report import stage_rates, tables_by_library
+
     path = Path(args.report)
     verdicts = json_report_verdicts(_json_report(path))
     if not verdicts:
@@ -261,6 +262,8 @@ def _gates_line(verdicts: list[dict]) -> str:
 
 
 def _import_upstream(args) -> int:
+    from .authoring.upstream import import_to
+
     source = Path(args.source)
     if not source.is_file():
         raise InputError(f"{source}: no such file; pass the upstream case file (benchmark_v2.jsonl of PDEAgent-Bench)")
@@ -274,6 +277,8 @@ def _import_upstream(args) -> int:
 
 
 def _build_references(args) -> int:
+    from .authoring.references import build_references
+
     kept, tried = build_references(Path(args.cases), Path(args.oracle), args.family, args.rebuild, log=say)
     print(f"kept {kept} of {tried}; discarded: {tried - kept}")
     return 0 if kept == tried else 1
@@ -298,6 +303,10 @@ def _build_solve_only(args) -> int:
 
 
 def _build_suite(args) -> int:
+    from .authoring.calibration_configs import attach, read_distribution
+    from .authoring.suite import suite_records
+    from .cases import rewrite_case_file
+
     def progress(index, total, case_id):
         if index % 25 == 0 or index == total:
             say(f"[{index}/{total}] {case_id}")
@@ -311,6 +320,8 @@ def _build_suite(args) -> int:
 
 
 def _calibration_configs(args) -> int:
+    from .authoring.calibration_configs import update_case_files
+
     update_case_files(
         Path(args.cases),
         Path(args.upstream),
@@ -324,17 +335,25 @@ def _calibration_configs(args) -> int:
 
 
 def _variants(args) -> int:
+    from .authoring.variants import write_variants
+
     families = set(args.family or [])
     output = Path(args.output or f"reports/variants/seed-{args.seed}.jsonl")
     return write_variants(Path(args.cases), args.seed, output, (lambda r: r.family in families) if families else None)
 
 
 def _leak_audit(args) -> int:
+    from .leaks import leak_audit
+
     print(leak_audit(Path(args.cases), args.library, args.format))
     return 0
 
 
 def _reference_agreement(args) -> int:
+    import pytest
+
+    from .authoring.references import store_reference_agreement
+
     output, code = Path(args.output), 0
     if not args.no_run:  # the strong oracle's run; its verdicts under --output are what is kept
         marker = [] if args.all_records else ["-m", "reference_numerical"]
@@ -365,6 +384,8 @@ def _reference_agreement(args) -> int:
 
 
 def _calibration_summary(args) -> int:
+    from .analysis.calibration_summary import calibration_summary
+
     summary = calibration_summary(Path(args.cases), args.library, Path(args.calibrations), args.format)
     if summary is None:
         print(f"no calibrated cases for {args.library} in {args.cases}", file=sys.stderr)
@@ -374,6 +395,10 @@ def _calibration_summary(args) -> int:
 
 
 def _prompt(args) -> int:
+    from .cases import agent_view, load_cases
+    from .prompts import single_shot_prompt
+    from .scaffolds import scaffold_for
+
     record = next((r for _, _, r in load_cases(Path(args.cases)) if r.id == args.case_id), None)
     if record is None:
         print(f"no case {args.case_id!r} in {args.cases}", file=sys.stderr)
@@ -385,12 +410,18 @@ def _prompt(args) -> int:
 
 
 def _prompt_cost(args) -> int:
+    from .cases import load_cases
+    from .llm.tokens import run_cost
+    from .prompts import item_prompts
+
     records = [record for _, _, record in load_cases(Path(args.cases))]
     print(run_cost(item_prompts(records, Path(args.guides), args.library)))
     return 0
 
 
 def _containers(args) -> int:
+    from .containers import DEFAULT_BUILDS, ContainerError, build, images_listing, prune, serve_podman
+
     try:
         if args.action == "build":
             for track in args.tracks or DEFAULT_BUILDS:
@@ -809,10 +840,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_inputs(args)
         return args.func(args)
-    except (InputError, CaseFileError) as exc:
+    except InputError as exc:
         return _fail(args.command, str(exc))
-    except MissingUpstream as exc:  # build-starter, build-suite, calibration-configs draw settings from it
-        return _fail(args.command, f"{exc}; pass --upstream FILE")
+    except Exception as exc:
+        # the modules that raise these were imported by the command that raised them
+        from .authoring.calibration_configs import MissingUpstream
+        from .cases import CaseFileError
+
+        if isinstance(exc, CaseFileError):
+            return _fail(args.command, str(exc))
+        if isinstance(exc, MissingUpstream):  # build-starter, build-suite, calibration-configs draw from it
+            return _fail(args.command, f"{exc}; pass --upstream FILE")
+        raise
 
 
 if __name__ == "__main__":

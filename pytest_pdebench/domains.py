@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from .vocabulary import DOMAIN_TYPES
+
 RECT_TAGS_2D = ("x_min", "x_max", "y_min", "y_max")
 RECT_TAGS_3D = RECT_TAGS_2D + ("z_min", "z_max")
 
@@ -416,7 +418,8 @@ TEMPLATES: dict[str, Callable[[str, dict], Geometry]] = {
     "periodic_square": _rectangle,
 }
 
-DOMAIN_TYPES = tuple(TEMPLATES)
+if tuple(TEMPLATES) != DOMAIN_TYPES:  # one list of names (vocabulary.py), one builder each
+    raise ImportError(f"TEMPLATES and vocabulary.DOMAIN_TYPES differ: {sorted(set(TEMPLATES) ^ set(DOMAIN_TYPES))}")
 
 
 def resolve_geometry(domain: dict) -> Geometry:

@@ -12,7 +12,7 @@ from .cases import LIBRARIES, CaseFileError, CaseRecord, claim_id, iter_case_fil
 from .gates import GateFailure
 
 # the runs' modules (evaluation, placement, reference: numpy, sympy) are imported by the items'
-# methods, not here: pytest imports this module on every start where the plugin is installed
+# methods, not here: a --pde-validate run of static checks does not need them
 
 if TYPE_CHECKING:
     from .evaluation import Settings, Verdict

@@ -70,7 +70,7 @@ class PdeRun:
     """The session: its options as parsed (``options.run_from_config`` makes it), where items
     are placed (``placement``), the runs sent ahead on a cluster (``ahead``), its run
     conditions (``timing``) and the report's metadata. The verdicts are the recorder's
-    (plugin.py), which gathers them from the reports."""
+    (hooks.py), which gathers them from the reports."""
 
     config: pytest.Config
     cases_path: Path

@@ -365,8 +365,8 @@ def test_the_terminal_table_counts_an_item_without_a_verdict():
     set-up, in its test, or its xdist worker died), never one more for a failed teardown."""
     from types import SimpleNamespace
 
+    from pytest_pdebench.hooks import _Recorder
     from pytest_pdebench.items import case_item_name, case_item_of
-    from pytest_pdebench.plugin import _Recorder
     from pytest_pdebench.report import tables_by_library
 
     def report(name, when, failed, pde=None, message=None):

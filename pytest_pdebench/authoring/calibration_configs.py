@@ -44,6 +44,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import cast
 
+from ..bundled import UPSTREAM_FILE
 from ..calibration import (
     ANCHOR_ACC_SHARE,
     REFERENCE_AGREEMENT,
@@ -56,7 +57,6 @@ from ..calibration import (
 from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, write_case_file
 from ..sources.folder import oracle_fingerprint
 
-UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 FLOW_FAMILIES = ("stokes", "navier_stokes")
 MAX_DEGREE = 2  # the oracles implement P1 and P2 (a few upstream records use P3/P4)
 # 2-D resolution factor per family (see the module doc; measured in the pilot, docs/calibration.md)
