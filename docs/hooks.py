@@ -1,8 +1,10 @@
 """MkDocs hooks of the documentation site (``hooks:`` in mkdocs.yml).
 
-- The options reference and the CLI reference are written at build time from the code: the
-  plugin's ``pytest_addoption`` and the ``pdebench`` command's argparse parser. Nobody copies
-  an option by hand, so the pages cannot drift from what the code accepts.
+- The options reference and the CLI reference are written from the code (the plugin's
+  ``pytest_addoption`` and the ``pdebench`` command's argparse parser) by ``python
+  docs/hooks.py``, and committed, so their links work on GitHub too; the build stops when a
+  committed page is not what the code writes now, so they cannot drift from what the code
+  accepts.
 - A file outside docs/ that a page links to (a library guide, an example solver, a dated
   result in benchmarks/results/) joins the site at its path in the repository: Markdown as a
   page, source code as a page holding the file in a code block, anything else copied as it
@@ -51,9 +53,18 @@ def on_files(files: Files, config) -> Files:
             files.append(File.generated(config, site, content=_code_page(path)))
         else:
             files.append(File.generated(config, site, abs_src_path=str(REPO / path)))
-    files.append(File.generated(config, "reference/options.md", content=options_page()))
-    files.append(File.generated(config, "reference/cli.md", content=cli_page()))
+    stale = [name for name, text in reference_pages().items() if (REPO / DOCS / name).read_text() != text]
+    if stale:
+        from mkdocs.exceptions import PluginError
+
+        names = ", ".join(DOCS + name for name in stale)
+        raise PluginError(f"{names}: not what the code says now; run python docs/hooks.py")
     return files
+
+
+def reference_pages() -> dict[str, str]:
+    """The pages written from the code, by their path under docs/."""
+    return {"reference/options.md": options_page(), "reference/cli.md": cli_page()}
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -108,8 +119,8 @@ def options_page() -> str:
     lines = [
         "# Options",
         "",
-        "The plugin's options, written at build time from its `pytest_addoption` "
-        "(`pytest_pdebench/plugin.py`); `pytest --help` shows the same. "
+        "The plugin's options, written from its `pytest_addoption` (`pytest_pdebench/plugin.py`) "
+        "by `python docs/hooks.py`; `pytest --help` shows the same. "
         "An option takes `--pde-x=VALUE` or `--pde-x VALUE`.",
     ]
     for group in parser._groups:  # pytest keeps the groups and their titles private
@@ -141,7 +152,7 @@ def cli_page() -> str:
         lines = [
             "# The pdebench command",
             "",
-            "Written at build time from the command's argparse parser (`pytest_pdebench/cli.py`); "
+            "Written from the command's argparse parser (`pytest_pdebench/cli.py`) by `python docs/hooks.py`; "
             "`pdebench COMMAND --help` prints the same.",
             "",
             "| command | what it does |",
@@ -196,4 +207,13 @@ def _columns(width: int):
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: on one line, its bars escaped, and <library> shown, not read as a tag."""
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|")
+
+
+if __name__ == "__main__":  # rewrite the reference pages from the code
+    for name, text in reference_pages().items():
+        (REPO / DOCS / name).parent.mkdir(exist_ok=True)
+        (REPO / DOCS / name).write_text(text)
+        print(f"wrote {DOCS}{name}")
