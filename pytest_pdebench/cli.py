@@ -18,6 +18,7 @@ from pathlib import Path
 
 # each command imports what it runs: `pdebench --help` and a quick command stay quick
 from .bundled import UPSTREAM_FILE, bundled, case_source
+from .vocabulary import FAMILIES
 
 say = functools.partial(print, flush=True)  # progress of long commands, seen as it happens in a log
 
@@ -332,6 +333,17 @@ def _calibration_configs(args) -> int:
         families=args.family,
     )
     return 0
+
+
+def _seed(text: str) -> int:
+    """A variant's seed: a whole number, 0 or more (numpy's generators take no other)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: a seed is 0 or more")
+    return value
 
 
 def _variants(args) -> int:
@@ -712,8 +724,8 @@ def _parser() -> argparse.ArgumentParser:
         cases=CASES_ARGUMENT,
     )
     varied.add_argument("cases", nargs="?", default=_shipped("cases"), help="a case file or folder (default: cases/)")
-    varied.add_argument("--seed", type=int, required=True)
-    varied.add_argument("--family", action="append", help="only these families (repeatable)")
+    varied.add_argument("--seed", type=_seed, required=True)
+    varied.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
     varied.add_argument("--output", help="the JSONL file to write (default: reports/variants/seed-S.jsonl)")
 
     audit = _command(
@@ -822,7 +834,7 @@ SHARED_HELP = {
     "upstream": "the upstream case file, benchmark_v2.jsonl (read, never copied; default %(default)s)",
     "output": "where to write (default %(default)s)",
     "format": "tabulate format: github, simple, latex, ... (default %(default)s)",
-    "seed": "the variants' seed (an integer; the same seed draws the same variants)",
+    "seed": "the variants' seed (a whole number, 0 or more; the same seed draws the same variants)",
     "report": "a pytest JSON report (--json-report-file)",
     "source": "the upstream case file (benchmark_v2.jsonl of PDEAgent-Bench)",
     "case_id": "the case's id (pdebench cases lists them)",

@@ -195,3 +195,24 @@ def test_the_help_lists_a_user_s_commands_first():
     users, maintainers = text.split("running and reading results:")[1].split("building and calibrating the suite:")
     assert all(f"pdebench {name}" in users for name in USER_COMMANDS)
     assert "pdebench schema" in maintainers and "pdebench calibrate" in maintainers and "pdebench cases" not in maintainers
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--family", "nosuchfamily", "--seed", "1"], "invalid choice: 'nosuchfamily'"),
+    (["--seed", "-1"], "-1: a seed is 0 or more"),
+    (["--seed", "one"], "'one' is not a whole number"),
+])  # fmt: skip
+def test_variants_refuses_a_family_or_seed_it_cannot_draw(tmp_path, capsys, argv, says):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["variants", CASES, "--output", str(tmp_path / "v.jsonl"), *argv])
+    assert stopped.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_variants_of_no_record_is_a_failure_not_an_empty_file(tmp_path, capsys):
+    from pytest_pdebench.testing import record_dict, write_jsonl
+
+    cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])  # a poisson record
+    code = cli.main(["variants", str(cases), "--seed", "1", "--family", "wave", "--output", str(tmp_path / "v.jsonl")])
+    assert code == 1 and "nothing to vary" in capsys.readouterr().out
+    assert not (tmp_path / "v.jsonl").exists()
