@@ -16,6 +16,9 @@ SMOKE = ("tests/cases", "smoke")  # the 53-case smoke suite, as bundled.SMOKE
 
 class BuildWithBundledFolders(build_py):
     def run(self):
+        if not getattr(self, "editable_mode", False):
+            # pip builds in the checkout's build/: a file deleted since the last build would ship
+            shutil.rmtree(Path(self.build_lib) / "pytest_pdebench", ignore_errors=True)
         super().run()
         if getattr(self, "editable_mode", False):
             return

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from pytest_pdebench.testing import REPO
 pytestmark = [pytest.mark.slow, pytest.mark.fem]
 
 CASE = "poisson_smooth_kappa_annulus_000"
+
+
+STALE = "_deleted_since_the_last_build.py"
 
 
 def run(*command, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -30,8 +34,13 @@ def installed(tmp_path_factory, dolfinx_available) -> Path:
     """The bin folder of a fresh environment with the wheel and its DOLFINx extra installed
     (from PyPI, or pip's cache after `make setup`)."""
     scratch = tmp_path_factory.mktemp("install")
+    stale = REPO / "build" / "lib" / "pytest_pdebench" / STALE  # a module deleted since an earlier build
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("raise ImportError('deleted from the package')\n")
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", scratch / "dist", REPO, cwd=scratch)
     wheel = next((scratch / "dist").glob("pytest_pdebench-*.whl"))
+    with zipfile.ZipFile(wheel) as built:
+        assert not [name for name in built.namelist() if name.endswith(STALE)], "a deleted file shipped"
     venv.create(scratch / "env", with_pip=True)
     bin_dir = scratch / "env" / "bin"
     run(bin_dir / "pip", "install", "-q", f"{wheel}[dolfinx]", cwd=scratch)
