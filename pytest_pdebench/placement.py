@@ -24,7 +24,8 @@ from .execution import Executor
 from .kept_baselines import LocalBaselines
 from .libraries import get_track
 from .plan import ItemPlan, NoSibling, SiblingCheck
-from .sources import Submission
+from .reference import missing_case_data
+from .sources import NotRun, Submission
 from .sources.folder import DirectorySource, NoSubmission
 
 if TYPE_CHECKING:
@@ -71,10 +72,13 @@ class Placement:
     def plan(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None = None, quiet: bool = False
     ) -> ItemPlan:
-        """The item's plan; raises NoCalibration, and NotVaried with --pde-variants.
+        """The item's plan; raises NoCalibration, NotRun when the case's own data file is
+        missing, and NotVaried with --pde-variants.
         ``quiet``: no warning now, the plan keeps them as ``notes`` (a plan made ahead of its
         item's turn, for runs sent ahead on a cluster: ``say`` them at the turn)."""
         seed, published = self.settings.variant_seed, record
+        if missing := missing_case_data(record, case_dir):
+            raise NotRun(missing)
         if seed is not None:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)

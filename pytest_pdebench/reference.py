@@ -46,6 +46,23 @@ def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) 
     )
 
 
+def missing_case_data(record: CaseRecord, case_dir: Path | None) -> str | None:
+    """What the harness itself lacks to judge ``record`` (its stored reference, or its
+    solve-only part's file), said in a sentence; None when nothing is missing. Checked when an
+    item is planned, before any run or model call: the item is then not judged, never the
+    solver's failure."""
+    meta = record.evaluation_metadata
+    if meta.construction_method == "manufactured_solution":
+        name = meta.solve_only.path if meta.solve_only else None
+    elif not meta.reference_path:
+        return f"case {record.id} has no reference_path for its numerical reference"
+    else:
+        name = meta.reference_path
+    if name and not (path := Path(case_dir or ".") / name).is_file():
+        return f"case {record.id}: its data file {path} is missing (the case's, not the solver's: restore it)"
+    return None
+
+
 def solve_only_part(record: CaseRecord, grid: EvalGrid, case_dir: Path | None = None) -> np.ndarray | None:
     """delta, the part of a manufactured solution only a solve recovers, on the grid at
     t_end: components stacked on the last axis (None: the record has none)."""

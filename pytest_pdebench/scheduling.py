@@ -13,7 +13,7 @@ from .evaluation import run_task, will_run
 from .libraries import RuntimeMissing
 from .placement import NoCalibration, NotVaried, Placement, say
 from .plan import ItemPlan
-from .sources import Source
+from .sources import NotRun, Source
 
 if TYPE_CHECKING:
     from .cluster.controller import Cluster
@@ -69,7 +69,7 @@ class RunAhead:
             try:
                 plan = self.placement.plan(record, library, case_dir, machine, quiet=True)
                 self.placement.settings.runtime(library)
-            except (NoCalibration, NotVaried, RuntimeMissing):
+            except (NoCalibration, NotVaried, NotRun, RuntimeMissing):
                 continue  # the item says why itself
             self._plans[(record.id, library, machine)] = plan
             draft = self.source.draft(plan, 1, None)

@@ -95,3 +95,19 @@ def test_a_track_the_folder_has_no_solver_for_is_not_run(tmp_path):
     assert done.returncode == 1, done.stdout[-3000:]  # nothing judged: CI must not go green
     assert "not run: 1 item, left out of the pass rates (the run exits with status 1" in done.stdout
     assert "1 on dolfinx: no solver for dolfinx in solvers" in done.stdout
+
+
+def test_a_case_whose_own_data_file_is_missing_is_not_run_not_the_solvers_failure(tmp_path):
+    """A case file copied without its references/ folder: the harness cannot judge it, and
+    says so, before any run; it is never the solver's F-Exec."""
+    lines = (REPO / "cases" / "suite.jsonl").read_text().splitlines()
+    numerical = next(json.loads(line) for line in lines if '"reference_numerical"' in line and '"dolfinx"' in line)
+    (tmp_path / "cases.jsonl").write_text(json.dumps(numerical) + "\n")  # references/ left behind
+    done = pytest_in(tmp_path, "--pde-submissions=oracle", "--pde-library=dolfinx", "--pde-cases=cases.jsonl",
+                     "--json-report", "--json-report-file=r.json")  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert f"1 on dolfinx: not run: case {numerical['id']}: its data file" in done.stdout, done.stdout[-3000:]
+    assert "is missing (the case's, not the solver's" in done.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [t for t in report["tests"] if t.get("metadata", {}).get("pde")] == []  # no verdict, no F-Exec
+    assert [i["case_id"] for i in report["pde"]["not_run"]] == [numerical["id"]]
