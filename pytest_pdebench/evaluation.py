@@ -190,6 +190,7 @@ class Verdict(RunFacts):
     baseline: dict[str, Any] | None = None  # --pde-baseline=paired: the oracle's own figures beside these
     stored: dict[str, Any] | None = None  # paired: the stored calibration's thresholds and outcome, if any
     sibling: dict[str, Any] | None = None  # --pde-sibling: the same solver on a variant no prompt showed
+    resumed: bool = False  # --pde-resume: read back from the item's folder, earned by an earlier run
 
     @classmethod
     def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> Verdict:
@@ -272,7 +273,10 @@ def load_verdict(item_dir: Path) -> Verdict | None:
 def _reusable_verdict(item_dir: Path, fingerprint: str, settings: Settings) -> Verdict | None:
     """--pde-resume: the item's stored verdict, if it was earned with the same inputs."""
     previous = load_verdict(item_dir) if settings.resume else None
-    return previous if previous and previous.fingerprint == fingerprint else None
+    if previous is None or previous.fingerprint != fingerprint:
+        return None
+    previous.resumed = True
+    return previous
 
 
 def will_run(plan: ItemPlan, submission: Submission, settings: Settings) -> bool:

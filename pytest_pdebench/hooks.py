@@ -162,7 +162,14 @@ class _Recorder:
             _sweep(get_backend("docker"))  # an interrupted xdist worker cannot remove its own container
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
-        from .report import failed_folders, llm_usage, not_run_summary, t_base_origins, tables_by_library
+        from .report import (
+            failed_folders,
+            llm_usage,
+            not_run_summary,
+            resumed_line,
+            t_base_origins,
+            tables_by_library,
+        )
 
         if self.run.validate:
             from .validation import checks_ran
@@ -178,7 +185,9 @@ class _Recorder:
             terminalreporter.write_line(table)
         for line in not_run_summary(self.not_run) + failed_folders(self.verdicts, config.option.verbose > 0):
             terminalreporter.write_line(line)
-        for line in filter(None, [llm_usage(self.verdicts), t_base_origins(self.verdicts)]):
+        for line in filter(
+            None, [llm_usage(self.verdicts), t_base_origins(self.verdicts), resumed_line(self.verdicts)]
+        ):
             terminalreporter.write_line(line)
         for library, path in self.calibrations.items():
             terminalreporter.write_line(f"calibration for {library} written to {path}")

@@ -114,6 +114,17 @@ def t_base_origins(verdicts: list[dict]) -> str | None:
     return f"t_base: {shown}" + (f"; {kept_now} paired timings kept for the next sessions" if kept_now else "")
 
 
+def resumed_line(verdicts: list[dict]) -> str | None:
+    """One line: how many verdicts --pde-resume read back instead of earning them now."""
+    resumed = sum(1 for v in verdicts if v.get("resumed"))
+    if not resumed:
+        return None
+    return (
+        f"resumed: {resumed} of {len(verdicts)} verdicts read back from earlier runs (same case, submission, "
+        "thresholds and rules; their folders hold the runs that earned them); leave out --pde-resume to run them again"
+    )
+
+
 def stage_rates(verdicts: list[dict]) -> dict:
     """Execution, accuracy and runtime pass rates in the paper's staged sense."""
     n = len(verdicts)

@@ -124,6 +124,7 @@ def _resumes(tmp_path: Path, command: list[str], solvers: Path, *extra: str) -> 
                           timeout=300)
     assert "2 passed" in done.stdout, done.stdout[-2000:]
     assert (tmp_path / "out" / "dolfinx" / "quick" / "verdict.json").stat().st_mtime == before
+    assert "resumed: 1 of 2 verdicts read back from earlier runs" in done.stdout, done.stdout[-2000:]  # and said
 
 
 def test_interrupt_keeps_finished_work_and_kills_the_solver(tmp_path):
