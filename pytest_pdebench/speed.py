@@ -86,6 +86,15 @@ def baselines_line(entries: dict) -> str:
     )
 
 
+# the option that sets a condition a stored calibration was measured under
+CONDITION_OPTIONS = {
+    "workers": "-n {}",
+    "runs": "--pde-runs={}",
+    "sandbox": "--pde-sandbox={}",
+    "runner": "--pde-runner={}",
+}
+
+
 @dataclass
 class RunConditions:
     """What a runtime baseline depends on besides the machine, for one session: its
@@ -180,15 +189,21 @@ class RunConditions:
         """The header's warnings: baselines measured under other conditions, or at another speed."""
         if self.settings.calibrate or self.settings.baseline != "stored":
             return []  # paired (or local): the baselines are measured beside the submission, here and now
-        lines = []
+        differing: dict[tuple, list[str]] = {}  # the same differences on several tracks: one line
+        drifts: list[str] = []
         for library in libraries:
             measured = self.stored_conditions(library)
-            differ = {k: (v, measured[k]) for k, v in self.of(library).items() if k in measured and measured[k] != v}
+            now = self.of(library)
+            differ = tuple((k, v, measured[k]) for k, v in now.items() if k in measured and measured[k] != v)
             if differ:
-                shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, (now, then) in differ.items())
-                lines.append(
-                    f"{library}: runtime baselines were measured under other conditions ({shown}): "
-                    "t_agent / t_base is not like for like"
-                )
-            lines += filter(None, [drift_problem(library, self.drift(library))])
-        return lines
+                differing.setdefault(differ, []).append(library)
+            drifts += filter(None, [drift_problem(library, self.drift(library))])
+        lines = []
+        for differ, tracks in differing.items():
+            shown = ", ".join(f"{k} {now} here, {then} in the calibration" for k, now, then in differ)
+            remedy = " ".join(CONDITION_OPTIONS[k].format(then) for k, _, then in differ if k in CONDITION_OPTIONS)
+            lines.append(
+                f"{', '.join(tracks)}: runtime baselines were measured under other conditions ({shown}): "
+                "t_agent / t_base is not like for like" + (f"; {remedy} matches them" if remedy else "")
+            )
+        return lines + drifts

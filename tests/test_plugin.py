@@ -222,9 +222,24 @@ def test_baselines_measured_with_the_other_runner_are_flagged(pytester, suite):
     data["conditions"] = {"workers": 1, "sandbox": "bubblewrap"}  # no runner: calibrated cold
     path.write_text(json.dumps(data))
     warm = pytester.runpytest(*options(suite, "--collect-only", "--pde-library=dolfinx"))
-    warm.stdout.fnmatch_lines(["*WARNING: dolfinx: *other conditions (runner warm here, cold in the calibration)*"])
+    warm.stdout.fnmatch_lines(["*WARNING: dolfinx: *other conditions (runner warm here, cold in the calibration)*"
+                               "--pde-runner=cold matches them*"])  # fmt: skip
     cold = pytester.runpytest(*options(suite, "--collect-only", "--pde-library=dolfinx", "--pde-runner=cold"))
     assert "other conditions" not in cold.stdout.str()
+
+
+def test_conditions_that_differ_alike_on_several_tracks_are_one_line_with_the_option(tmp_path):
+    from pytest_pdebench.calibration import CalibrationStore
+    from pytest_pdebench.evaluation import Settings
+    from pytest_pdebench.speed import RunConditions
+
+    settings = Settings(output_dir=tmp_path / "out", runs=3)
+    store = CalibrationStore(tmp_path / "calib", machine="test-machine")
+    for library in ("dolfinx", "firedrake", "dealii"):  # timed with -n 2; no probe times: no drift line
+        store.write(library, {"c": {"e_base": 1e-3, "t_base": 1.0}}, conditions=RunConditions(settings, store, 2).of(library))
+    lines = RunConditions(settings, store, workers=1).mismatches(["dolfinx", "firedrake", "dealii"])
+    assert lines == ["dolfinx, firedrake, dealii: runtime baselines were measured under other conditions "
+                     "(workers 1 here, 2 in the calibration): t_agent / t_base is not like for like; -n 2 matches them"]
 
 
 def test_last_failed_reruns_only_the_failed_items(pytester, suite, dolfinx_available):
