@@ -214,6 +214,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collection_finish(session):
     run = session.config.stash.get(case_items.PDE_RUN, None)
+    hint = _nothing_selected(session, run)
+    if hint:
+        session.config.get_terminal_writer().line(hint)
     if run is not None and run.cluster is not None:
         run.prefetch(session.items)
         session.config.get_terminal_writer().line(
@@ -221,6 +224,29 @@ def pytest_collection_finish(session):
             f"({', '.join(f'{n} {m}' for m, n in run.cluster.machines().items())}), "
             f"up to {run.cluster.ahead} sent ahead"
         )
+
+
+def _nothing_selected(session, run) -> str | None:
+    """Where -k or -m left no item: what the items are called, how to find a case, and
+    whether the case asked for lacks the chosen tracks."""
+    option = session.config.option
+    if run is None or session.items or not (option.keyword or option.markexpr):
+        return None
+    asked = " and ".join(f"{flag} {text!r}" for flag, text in (("-k", option.keyword), ("-m", option.markexpr)) if text)
+    hint = (
+        f"pdebench: {asked} selected no item; an item is case_id[library] "
+        "(`pdebench cases --match PATTERN` lists the cases and their tracks)"
+    )
+    if option.keyword and option.keyword.isidentifier():  # a bare word: the cases it names, on other tracks
+        from .cases import load_cases
+
+        named = [r for _, _, r in load_cases(run.cases_path) if option.keyword in r.id]
+        tracks = ", ".join(run.libraries)
+        elsewhere = [f"{r.id} ({', '.join(r.supported_libraries)})" for r in named[:3]]
+        if elsewhere:
+            more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+            hint += f"; the cases it names are not on the {tracks} track: {', '.join(elsewhere)}{more}"
+    return hint
 
 
 def pytest_unconfigure(config):

@@ -111,3 +111,14 @@ def test_a_case_whose_own_data_file_is_missing_is_not_run_not_the_solvers_failur
     report = json.loads((tmp_path / "r.json").read_text())
     assert [t for t in report["tests"] if t.get("metadata", {}).get("pde")] == []  # no verdict, no F-Exec
     assert [i["case_id"] for i in report["pde"]["not_run"]] == [numerical["id"]]
+
+
+def test_a_selection_that_matches_nothing_says_what_items_are_called_and_where_the_case_is(tmp_path):
+    lines = (REPO / "cases" / "suite.jsonl").read_text().splitlines()
+    elsewhere = next(json.loads(line)["id"] for line in lines if '"dealii"' not in line)
+    done = pytest_in(tmp_path, "--pde-submissions=oracle", "--pde-library=dealii", "-k", elsewhere)
+    assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout[-3000:]
+    assert f"pdebench: -k '{elsewhere}' selected no item; an item is case_id[library]" in done.stdout
+    assert f"the cases it names are not on the dealii track: {elsewhere} (dolfinx, firedrake)" in done.stdout
+    done = pytest_in(tmp_path, "--pde-submissions=oracle", "--pde-library=dolfinx", "-m", "no_such_marker")
+    assert "pdebench: -m 'no_such_marker' selected no item" in done.stdout and "not on the" not in done.stdout
