@@ -334,13 +334,28 @@ def serve_podman(folder: Path, log=print) -> int:
     (then stop it and return 0) or until the service exits (its exit code), for machines
     without Docker: the container backend and `pdebench containers` then talk to it
     through the DOCKER_HOST that ``log`` is told."""
+    import signal
+
+    def stopped(signum, frame):
+        raise KeyboardInterrupt  # TERM (systemd, a CI runner, kill) and HUP stop it as Ctrl-C does
+
     service, host = start_podman_service(folder)
+    previous = {number: signal.signal(number, stopped) for number in (signal.SIGTERM, signal.SIGHUP)}
     log(f"podman's Docker API is up; in another shell:\n    export DOCKER_HOST={host}\n(Ctrl-C stops it)")
     try:
         return service.wait()
     except KeyboardInterrupt:
-        service.terminate()
         return 0
+    finally:  # the service runs in its own session: a signal to this process alone never reaches it
+        if service.poll() is None:
+            service.terminate()
+            try:
+                service.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                service.kill()
+                service.wait()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def image_digest(image: str) -> str | None:

@@ -12,12 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from pytest_pdebench.sandbox import Limits, RunRequest
 from pytest_pdebench.sandbox.docker_backend import CASE_LABEL, LABEL, DockerBackend, labelled_containers
 from pytest_pdebench.testing import (DOLFINX_CASES, NUMPY_PRELUDE, ORACLE, REPO, docker_machine, outcomes_from_report,
+                                     processes_with,
                                      record_dict, run_track, write_calibration, write_jsonl)
 
 # the last is meshed by the gmsh executable, which the image must hold as the host's runtime does
@@ -236,3 +238,24 @@ def test_a_half_removed_container_is_removed_and_the_listing_asked_again():
     engine = _HalfRemovedEngine(stuck)
     assert [c["Id"] for c in labelled_containers(engine)] == ["a" * 64]
     assert engine.removed == [stuck]
+
+
+def test_the_engine_command_stops_its_service_on_sigterm(container_engine, tmp_path):
+    """`pdebench containers engine` in the background of a script, a systemd unit or a CI
+    job is stopped with TERM (a script's background jobs ignore INT): the podman service
+    it started (in its own session, so the signal never reaches it) goes too."""
+    folder = tmp_path / "engine"
+    command = subprocess.Popen([str(Path(sys.executable).with_name("pdebench")), "containers", "engine",
+                                "--folder", str(folder)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert "export DOCKER_HOST=" in "".join(command.stdout.readline() for _ in range(2))
+        marker = f"unix://{folder / 'podman.sock'}"
+        assert processes_with(marker), "the service is not running"
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not processes_with(marker), "the podman service outlived the command"
+    finally:
+        command.kill()
