@@ -239,19 +239,23 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
     """What a resumed verdict must have been earned with: harness rules, case, submission,
     thresholds and the settings that change what is timed."""
     library, thresholds = plan.library, plan.thresholds
+    if plan.local_oracle is not None:  # this machine's timing of that oracle, paired then or kept now
+        baseline: list = ["local", plan.local_oracle]
+    elif plan.oracle is not None:  # another oracle is another baseline
+        baseline = ["paired", plan.oracle.fingerprint]
+    else:
+        baseline = [asdict(thresholds) if thresholds else None]
     parts = [
         HARNESS_REVISION,
         plan.case_fingerprint,
         library,
         submission.fingerprint,
-        asdict(thresholds) if thresholds else None,
+        *baseline,
         settings.runs,
         settings.timeout_sec,
         settings.calibrate,
         settings.sandbox,
     ]
-    if plan.oracle is not None:  # another oracle is another baseline
-        parts += ["paired", plan.oracle.fingerprint]
     if settings.sibling:
         parts.append("sibling")
     if settings.sandbox == "docker":  # another image is another runtime

@@ -83,9 +83,12 @@ class Placement:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
         thresholds, executor, oracle, stored, keep, paired_because = None, None, None, None, None, ""
+        local_oracle = None
         notes: list[str] = []
         if self.settings.baseline == "local" and not self.settings.calibrate:
-            thresholds, oracle, executor, keep, paired_because = self._local(record, library, fingerprint, machine)
+            thresholds, oracle, executor, keep, paired_because, local_oracle = self._local(
+                record, library, fingerprint, machine
+            )
             if seed is None:  # shown beside the kept or paired thresholds
                 stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
         elif seed is not None or self.settings.baseline == "paired":
@@ -118,12 +121,14 @@ class Placement:
             sibling=self._sibling_check(published, library, case_dir, machine),
             notes=tuple(notes),
             keep=keep,
+            local_oracle=local_oracle,
             paired_because=paired_because,
         )
 
     def _local(self, record: CaseRecord, library: str, fingerprint: str, machine: str | None):
         """--pde-baseline=local: (thresholds of a baseline this machine timed that fits, or
-        None with the oracle to pair, its executor, and what keeps its figures)."""
+        None with the oracle to pair, its executor, what keeps its figures, why it is paired;
+        and the oracle's fingerprint either way)."""
         local = cast(LocalBaselines, self.local)  # the session gives one with this option
         try:
             oracle = self.oracle(record, library)
@@ -131,8 +136,9 @@ class Placement:
             raise NoCalibration(f"no paired baseline: {exc}") from None
         found, why = local.local_thresholds(record, library, fingerprint, oracle.fingerprint)
         if found is not None:
-            return found, None, None, None, ""
-        return None, oracle, None, local.keeper(record, library, fingerprint, oracle.fingerprint), why
+            return found, None, None, None, "", oracle.fingerprint
+        keeper = local.keeper(record, library, fingerprint, oracle.fingerprint)
+        return None, oracle, None, keeper, why, oracle.fingerprint
 
     def _sibling_check(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None

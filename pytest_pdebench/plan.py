@@ -49,6 +49,10 @@ class ItemPlan:
     # the paired oracle's figures for the next sessions (kept_baselines.py); returns what it did
     keep: Callable[[dict], str] | None = None
     paired_because: str = ""  # ... and why no baseline of this machine fitted
+    # --pde-baseline=local: the oracle whose timings on this machine judge the item, paired now or
+    # kept; what a resumed verdict's thresholds must match (an item paired before an interruption
+    # finds its own timing kept on resume: the same baseline, not a new one)
+    local_oracle: str | None = None
     notes: tuple[str, ...] = ()  # warnings of a plan made quietly (ahead of its turn), said at its turn
 
     def attempt_dir(self, attempt: int) -> Path:

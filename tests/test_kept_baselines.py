@@ -120,3 +120,9 @@ def test_the_first_session_pairs_and_keeps_the_next_one_reuses(dolfinx_available
     else:  # a loaded machine: nothing kept, so the next session pairs again
         assert said.startswith("not kept: the speed probe") and not kept["entries"]
         assert second[CASE]["t_base_from"] == "paired"
+    # the first session again, resumed (as after an interruption): its verdict, paired then, is read
+    # back whether its timing was kept meanwhile or not, not earned again against the kept figures
+    done, resumed = run_track(first_dir, "dolfinx", cases, ORACLE, "--pde-baseline=local", "--pde-runs=2",
+                              "--pde-resume")  # fmt: skip
+    assert resumed[CASE]["resumed"] and resumed[CASE]["t_base_from"] == "paired", done.stdout[-2000:]
+    assert resumed[CASE]["t_agent"] == first[CASE]["t_agent"]
