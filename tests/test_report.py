@@ -390,3 +390,13 @@ def test_the_terminal_table_counts_an_item_without_a_verdict():
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
     assert library == "dolfinx" and overall.split()[1:] == ["1", "2", "0", "0", "33.3%"]
     assert case_item_of(f"cases.jsonl::{case_item_name('p1', 'dealii', 'm-4cpu')}") == ("p1", "dealii")
+
+
+def test_the_report_says_whose_timing_t_base_is():
+    rows = [{"system": "s", "library": "dolfinx", "t_base_from": origin}
+            for origin in ("stored", "stored", "kept", "paired", "stored elsewhere")]  # fmt: skip
+    rows.append({"system": "s", "library": "dolfinx", "t_base_from": ""})  # a stand-in: no timing
+    table = tables.t_base_table(rows)
+    assert table.headers == ["system", "library", "items", "stored", "stored elsewhere", "kept", "paired"]
+    assert table.rows == [["s", "dolfinx", 5, 2, 1, 1, 1]]
+    assert tables.t_base_table(rows[-1:]) is None

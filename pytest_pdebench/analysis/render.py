@@ -28,6 +28,7 @@ def build_tables(rows: list[dict]) -> list[tables.Table]:
         *tables.sensitivity_tables(rows),
         tables.exec_reason_table(rows),
         tables.flag_table(rows),
+        tables.t_base_table(rows),
         tables.cost_table(rows),
         *tables.attempt_tables(rows),
         tables.template_table(rows),

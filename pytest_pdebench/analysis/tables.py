@@ -168,6 +168,22 @@ def flag_table(rows: list[dict]) -> Table | None:
     )
 
 
+T_BASE_ORIGINS = ("stored", "stored elsewhere", "kept", "paired")  # evaluation.Verdict.t_base_from
+
+
+def t_base_table(rows: list[dict]) -> Table | None:
+    """Whose timing each item's t_base is, per system and track: a stored calibration of this
+    machine or of another, a baseline kept on this machine, or the oracle paired with the item."""
+    timed = [r for r in rows if r.get("t_base_from")]
+    if not timed:
+        return None
+    body = []
+    for (system, library), part in grouped(timed, "system", "library").items():
+        counts = Counter(r["t_base_from"] for r in part)
+        body.append([system, library, len(part), *(counts[origin] for origin in T_BASE_ORIGINS)])
+    return Table("t_base_origins", "Whose timing t_base is", ["system", "library", "items", *T_BASE_ORIGINS], body)
+
+
 def cost_table(rows: list[dict]) -> Table | None:
     """Table 10: tokens and cost per system (runs with a model only)."""
     priced = [r for r in rows if r["input_tokens"] is not None]
