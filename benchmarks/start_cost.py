@@ -1,7 +1,10 @@
 """pytest's start where the plugin is installed (issue 49's target: at most 50 ms over
 ``-p no:pdebench``; ``pdebench --help`` under 0.3 s). Runs, interleaved, a one-test project's
 ``pytest -q`` and ``pytest --help`` with the plugin and without it, and ``pdebench --help``;
-prints the medians and the differences. Prints figures; asserts nothing.
+prints the medians and the differences. Prints figures; asserts nothing. Python writes and
+reads its bytecode caches here as on a user's machine (PYTHONDONTWRITEBYTECODE, set in some
+shells and CI images, is left out: every import would compile from source), after one
+warm-up of each command.
 
     .venv/bin/python benchmarks/start_cost.py [--repeats 9]
 """
@@ -9,6 +12,7 @@ prints the medians and the differences. Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -22,9 +26,12 @@ CASES = {
 }
 
 
+ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def seconds(argv: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, capture_output=True, check=True)
+    subprocess.run(argv, cwd=cwd, capture_output=True, check=True, env=ENV)
     return time.perf_counter() - started
 
 
@@ -37,6 +44,10 @@ def main() -> None:
         project = Path(folder)
         (project / "test_one.py").write_text("def test_one():\n    assert True\n")
         times: dict[str, list[float]] = {}
+        for argv in CASES.values():  # warm-up: the bytecode caches written
+            for extra in ([], ["-p", "no:pdebench"]):
+                seconds([sys.executable, *argv, *extra], project)
+        seconds([cli, "--help"], project)
         for _ in range(args.repeats):  # interleaved: a load that comes and goes hits both sides alike
             for name, argv in CASES.items():
                 times.setdefault(f"{name} with the plugin", []).append(seconds([sys.executable, *argv], project))
