@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 LIGHT_PLUGIN = {"pytest_pdebench", "pytest_pdebench.plugin", "pytest_pdebench.vocabulary"}
-LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled"}
+LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled", "pytest_pdebench.vocabulary"}
 
 
 def test_another_projects_run_imports_only_the_plugins_options(tmp_path):
