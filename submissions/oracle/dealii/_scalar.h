@@ -72,7 +72,9 @@ namespace pdebench
     MappingQCache<dim> mapping;  // curved cells' support points computed once, not per reinit
     DoFHandler<dim> dh;
 
-    std::unique_ptr<FunctionParser<dim>> flux, forcing, dirichlet, neumann, robin, robin_alpha;
+    std::unique_ptr<FunctionParser<dim>> flux, forcing, dirichlet, robin, robin_alpha;
+    std::vector<std::unique_ptr<FunctionParser<dim>>> neumann;  // bc.neumann: one entry, or a list of them
+    std::map<types::boundary_id, FunctionParser<dim> *> neumann_on;  // each boundary's flux
     std::unique_ptr<FieldFunction<dim>> reaction;
     Tensor<1, dim> beta;
     double linear_reaction = 0;  // -k^2 for Helmholtz
@@ -134,10 +136,15 @@ namespace pdebench
         dirichlet_ids = boundary_ids(domain, bc["dirichlet"]["on"]);
       }
     if (bc.contains("neumann"))
-      {
-        neumann = parse<dim>(bc["neumann"]["value"], true);
-        neumann_ids = boundary_ids(domain, bc["neumann"]["on"]);
-      }
+      for (const auto &entry : bc["neumann"].is_array() ? bc["neumann"] : json::array({bc["neumann"]}))
+        {
+          neumann.push_back(parse<dim>(entry["value"], true));
+          for (const auto id : boundary_ids(domain, entry["on"]))
+            {
+              neumann_ids.insert(id);
+              neumann_on[id] = neumann.back().get();
+            }
+        }
     if (bc.contains("robin"))
       {
         robin = parse<dim>(bc["robin"]["value"], true);
@@ -311,7 +318,7 @@ namespace pdebench
               if (!is_neumann && !is_robin)
                 continue;
               ffv.reinit(cell, f);
-              FunctionParser<dim> &g = is_robin ? *robin : *neumann;
+              FunctionParser<dim> &g = is_robin ? *robin : *neumann_on.at(id);
               ffv.get_function_values(u, uf);
               ffv.get_function_values(u_old, uof);
               for (unsigned int q = 0; q < face_quadrature.size(); ++q)
