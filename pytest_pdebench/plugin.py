@@ -8,9 +8,12 @@ registered only once a ``--pde-*`` option asks for benchmark items."""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
 from .vocabulary import MARKERS
+
+if TYPE_CHECKING:  # pytest itself is loaded by whoever loads this module: no import of it here
+    import pytest
 
 # the options that ask for benchmark items (options.run_from_config decides the rest)
 SOURCE_OPTIONS = ("pde_submissions", "pde_model", "pde_agent", "pde_calibrate", "pde_validate")
