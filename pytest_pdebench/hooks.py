@@ -77,18 +77,22 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_report_header(config: pytest.Config):
-    run = config.stash.get(case_items.PDE_RUN, None)
-    if isinstance(run, PdeRun):
-        meta = run.session_metadata()
-        tracks = ", ".join(meta["libraries"])
-        if not run.libraries_chosen:
-            tracks += f" (the tracks {meta['source']} has solvers for; --pde-library chooses)"
-        return [
-            f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
-            f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
-            f"pdebench: cases {meta['cases']} ({run.case_count} records)",
-            *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
-        ]
+    run = _run(config)
+    meta = run.session_metadata()
+    tracks = ", ".join(meta["libraries"])
+    if not run.libraries_chosen:
+        tracks += f" (the tracks {meta['source']} has solvers for; --pde-library chooses)"
+    return [
+        f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
+        f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
+        f"pdebench: cases {meta['cases']} ({run.case_count} records)",
+        *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
+    ]
+
+
+def _run(config: pytest.Config) -> PdeRun:
+    """The session's run: stashed before this module was registered, so always there."""
+    return config.stash[case_items.PDE_RUN]  # type: ignore[return-value]
 
 
 def pytest_report_teststatus(report, config):
@@ -202,8 +206,8 @@ class _Recorder:
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(session, config, items):
-    run = config.stash.get(case_items.PDE_RUN, None)
-    if run is not None and run.shard is not None:
+    run = _run(config)
+    if run.shard is not None:
         from .shards import keep
 
         mine, others, run.shard_info = keep(items, run.shard, run.settings.runs)
@@ -213,11 +217,11 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    run = session.config.stash.get(case_items.PDE_RUN, None)
+    run = _run(session.config)
     hint = _nothing_selected(session, run)
     if hint:
         session.config.get_terminal_writer().line(hint)
-    if run is not None and run.cluster is not None:
+    if run.cluster is not None:
         run.prefetch(session.items)
         session.config.get_terminal_writer().line(
             f"pdebench: runs on {len(run.cluster.workers)} workers at {run.cluster.address} "
@@ -230,7 +234,7 @@ def _nothing_selected(session, run) -> str | None:
     """Where -k or -m left no item: what the items are called, how to find a case, and
     whether the case asked for lacks the chosen tracks."""
     option = session.config.option
-    if run is None or session.items or not (option.keyword or option.markexpr):
+    if session.items or not (option.keyword or option.markexpr):
         return None
     asked = " and ".join(f"{flag} {text!r}" for flag, text in (("-k", option.keyword), ("-m", option.markexpr)) if text)
     hint = (
@@ -250,13 +254,11 @@ def _nothing_selected(session, run) -> str | None:
 
 
 def pytest_unconfigure(config):
-    run = config.stash.get(case_items.PDE_RUN, None)
-    if run is not None:
-        run.close()  # a cluster: what is queued is cancelled and what runs is killed
+    _run(config).close()  # a cluster: what is queued is cancelled and what runs is killed
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
-    run = session.config.stash.get(case_items.PDE_RUN, None)
-    if run is not None and not hasattr(session.config, "workerinput"):
+    run = _run(session.config)
+    if not hasattr(session.config, "workerinput"):
         session.config.pluginmanager.register(_Recorder(run), "pdebench-recorder")
