@@ -266,6 +266,21 @@ def check_leaks(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     return "; ".join(problems) if problems else None
 
 
+def check_text_leaks(record: CaseRecord) -> str | None:
+    """The manufactured u cannot be read off the text of the agent-visible data (issue 46,
+    text_leaks.py), or it misses the solution by a part only a solve recovers (a record
+    with ``evaluation_metadata.solve_only`` passes: check_solve_only sizes the part). The
+    builders write records that fail this; ``pdebench build-solve-only`` gives them parts."""
+    from .text_leaks import text_leak_problems
+
+    if "smoke_case" in record.tags.structure:
+        return None
+    problems = text_leak_problems(record)
+    if not problems:
+        return None
+    return "; ".join(problems) + " (pdebench build-solve-only gives the record a part only a solve recovers)"
+
+
 def check_calibration_settings(record: CaseRecord) -> str | None:
     """Every supported library has a calibration baseline setting (the paper's standard
     calibration configuration; build/calibration_configs.py)."""
@@ -348,9 +363,15 @@ STATIC_CHECKS: dict[str, Callable] = {
     "evaluation grid": check_grid,
     "manufactured solution": check_manufactured_solution,
     "leaks": check_leaks,
+    "text leaks": check_text_leaks,
     "calibration settings": check_calibration_settings,
     "reference": check_reference,
 }
+
+
+# the checks a builder's fresh record fails until a later build step: its numerical
+# reference (pdebench build-references), its solve-only part (pdebench build-solve-only)
+BUILT_LATER = ("reference:", "text leaks:")
 
 
 def static_problems(record: CaseRecord, case_dir: Path | None = None) -> list[str]:

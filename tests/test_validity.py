@@ -5,7 +5,8 @@
   the boundary, the initial condition, zeros, and the reference with 1% noise, each
   against the record's materialized tau_acc (leaks.rung_errors).
 * Through the real plugin and sandbox: the committed dishonest solvers
-  (tests/data/dishonest/<rung>/solver.py) on one case per family of the DOLFINx track.
+  (tests/data/dishonest/<rung>/solver.py, the ansatz fit among them) on one case per
+  family of the DOLFINx track.
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ def _one_case_per_family(tmp_path: Path) -> Path:
             chosen[record.family] = record.model_dump(mode="json", exclude_none=True)
     path = tmp_path / "cases.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in chosen.values()))
+    (tmp_path / "references").symlink_to(SUITE / "references")  # the solve-only parts the evaluator reads
     return path
 
 
-@pytest.mark.parametrize("rung", ["boundary_data", "scaled_forcing", "initial_condition", "zeros"])
+# ansatz_fit: u fitted in the span of the data's functions by the PDE residual and the boundary
+# values (issue 46); it PASSes a record without a part only a solve recovers
+@pytest.mark.parametrize("rung", ["boundary_data", "scaled_forcing", "initial_condition", "zeros", "ansatz_fit"])
 def test_dishonest_solvers_fail_through_the_plugin(tmp_path, rung, dolfinx_available):
     cases = _one_case_per_family(tmp_path)
     done, outcomes = run_track(tmp_path, "dolfinx", cases, DISHONEST / rung, "--pde-runs=1",

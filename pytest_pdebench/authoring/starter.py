@@ -279,7 +279,7 @@ DESIGNS = [
         "convection_diffusion",
         "l_shape",
         "sin(2*pi*x)*y",
-        params=(("epsilon", 0.01), ("beta", [2.0, -1.0])),
+        params=(("epsilon", 0.02), ("beta", [2.0, -1.0])),
         structure=("nonconvex", "convection_dominated"),
         difficulty="medium",
     ),

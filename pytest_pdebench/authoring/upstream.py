@@ -50,7 +50,7 @@ from ..cases import CaseRecord, rewrite_case_file
 from ..domains import resolve_geometry
 from ..expressions import parse_expression
 from ..pdes import lap
-from ..validation import static_problems
+from ..validation import BUILT_LATER, static_problems
 from . import mms
 from .calibration_configs import setting_dict, upstream_setting
 from .hiding import Hiding
@@ -365,9 +365,9 @@ def import_file(source: Path, progress=None) -> tuple[list, list[tuple[int, str,
 
 def _checked(record, stage: str = "", skip: tuple[str, ...] = ()):
     """The record if it passes the static checks of `--pde-validate` but those named in
-    ``skip``; references are built later."""
+    ``skip``; references and solve-only parts are built later (BUILT_LATER)."""
 
-    found = [p for p in static_problems(record) if not p.startswith(("reference:", *skip))]
+    found = [p for p in static_problems(record) if not p.startswith((*BUILT_LATER, *skip))]
     if found:
         raise ImportProblem(stage + "; ".join(found))
     return record

@@ -240,6 +240,24 @@ def variant(
     the variant gets one of its own (built by the DOLFINx oracle in ``oracle_dir`` into
     ``parts``/<digest>-<seed>, or read from there). Raises VariantError if it has no part or
     fails the static checks."""
+    record = drawn(published, design, seed)
+    if record is None:
+        return None
+    if published.evaluation_metadata.solve_only is not None:  # the published data hide a part: so do the variant's
+        folder = (parts or answers_cache() / "variant-parts") / f"{record_digest(published)}-{seed}"
+        try:
+            record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")
+        except SolveOnlyError as exc:
+            raise VariantError(f"{published.id} (seed {seed}): {exc}") from None
+    problems = static_problems(record, case_dir or Path("."))
+    if problems:
+        raise VariantError(f"{published.id} (seed {seed}): " + "; ".join(problems))
+    return record
+
+
+def drawn(published: CaseRecord, design: Design, seed: int) -> CaseRecord | None:
+    """The variant's data as drawn for ``seed``, before its solve-only part and unchecked
+    (``variant`` adds both); None where records are not varied."""
     if design.u is None or design.smoke:
         return None
     # sympy's simplify takes minutes on some data with the map's floats in them: the
@@ -256,21 +274,12 @@ def variant(
                     "data_revision": built.evaluation_metadata.data_revision,
                     "thresholds": {},  # baselines of the published data say nothing of these
                     "variant": Variant(seed=seed, of=record_digest(published)),
+                    "solve_only": None,  # the published part drives the published data only
                 }
             ),
         }
     )
-    record = CaseRecord.model_validate(record.model_dump())  # the copy is checked as a loaded record is
-    if meta.solve_only is not None:  # the published data hide a part only a solve recovers: so do the variant's
-        folder = (parts or answers_cache() / "variant-parts") / f"{record_digest(published)}-{seed}"
-        try:
-            record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")
-        except SolveOnlyError as exc:
-            raise VariantError(f"{published.id} (seed {seed}): {exc}") from None
-    problems = static_problems(record, case_dir or Path("."))
-    if problems:
-        raise VariantError(f"{published.id} (seed {seed}): " + "; ".join(problems))
-    return record
+    return CaseRecord.model_validate(record.model_dump())  # the copy is checked as a loaded record is
 
 
 class LiveVariants:

@@ -186,7 +186,7 @@ DOLFINX_CASES = [
     "biharmonic_plate_unit_square_035",
     "elasticity_nu045_unit_square_noexact_003",
     "heat_short_unit_square_noexact_013",
-    "cd_high_pe_unit_square_008",
+    "cd_medium_pe_unit_square_084",
     "rd_linear_t_junction_016",
     "stokes_nu1_unit_square_002",
     "ns_re10_unit_square_noexact_000",
