@@ -143,8 +143,20 @@ def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **gri
     data = copy.deepcopy(starter_records()[case_id])
     data["evaluation_metadata"].pop("thresholds", None)
     # its solve-only part is a file beside the smoke suite: a toy record written elsewhere is
-    # judged on its exact solution, which the tests' solvers write
-    data["evaluation_metadata"].pop("solve_only", None)
+    # judged on its exact solution (which the tests' solvers write), so its forcing loses the
+    # part's term again
+    part = data["evaluation_metadata"].pop("solve_only", None)
+    if part:
+        from ..expressions import expression_to_string, parse_expression
+
+        forcing = data["case_spec"]["pde"]["forcing"]
+        if isinstance(forcing["value"], list):
+            forcing["value"] = [expression_to_string(parse_expression(f) - parse_expression(e))
+                                for f, e in zip(forcing["value"], part["forcing"])]  # fmt: skip
+        else:
+            forcing["value"] = expression_to_string(
+                parse_expression(forcing["value"]) - parse_expression(part["forcing"])
+            )
     if new_id:
         data["id"] = new_id
     data["case_spec"]["eval_grid"].update(grid)
