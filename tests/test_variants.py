@@ -210,12 +210,18 @@ def test_the_command_writes_the_variants_and_says_what_it_left(tmp_path):
 
 @pytest.fixture(scope="module")
 def with_part(tmp_path_factory, dolfinx_available):
-    """The suite's first manufactured Poisson record with its solve-only part, built here."""
+    """The suite's first manufactured Poisson record with its solve-only part (the suite's own,
+    beside its file; built here for a record that has none)."""
     from pytest_pdebench.authoring import solve_only
     from pytest_pdebench.testing import ORACLE
 
-    folder = tmp_path_factory.mktemp("published")
     record = first_manufactured("poisson").model_copy(deep=True)
+    folder = tmp_path_factory.mktemp("published")
+    if record.evaluation_metadata.solve_only is not None:  # its file, in a folder of its own
+        part = folder / record.evaluation_metadata.solve_only.path
+        part.parent.mkdir(parents=True)
+        part.write_bytes((REPO / "cases" / record.evaluation_metadata.solve_only.path).read_bytes())
+        return record, folder
     outcome = solve_only.build_part(record, folder, ORACLE / "dolfinx")
     assert outcome.kept, outcome.reason
     return record, folder
