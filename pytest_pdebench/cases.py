@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -510,6 +511,29 @@ def _equal_trees(a, b) -> bool:
     return a == b
 
 
+# one step of a record's calibration_config source (authoring/calibration_configs.py writes
+# them); a library named after "for" is the only one the step applies to
+SETTING_STEP = re.compile(r"(refined|coarsened|adjusted)(?: for (\w+))? from P(\d)/(\d+) to P(\d)/(\d+)")
+
+
+def setting_steps(source: str) -> list[tuple[str, str | None, tuple[int, int], tuple[int, int]]]:
+    """(kind, only library or None, (degree, cells) before, after) of each step, in order."""
+    return [
+        (kind, only or None, (int(a), int(b)), (int(c), int(d)))
+        for kind, only, a, b, c, d in SETTING_STEP.findall(source)
+    ]
+
+
+def with_shared_steps(setting: dict, source: str) -> dict:
+    """SETTING (a library's drawn one) after the steps of SOURCE that every library shares
+    and that start where it stands, in order: the others' refinements, for a library the
+    record gained since they were made."""
+    for _, only, before, after in setting_steps(source):
+        if only is None and (setting["element_degree"], setting["cells_per_side"]) == before:
+            setting = {**setting, "element_degree": after[0], "cells_per_side": after[1]}
+    return setting
+
+
 def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord]) -> None:
     """Regenerating records must not lose what was built for them since: references,
     calibrations, calibration settings (refined, coarsened or adjusted per library after
@@ -529,8 +553,16 @@ def carry_over_built_fields(records: list[CaseRecord], previous: list[CaseRecord
             kept = record.evaluation_metadata.calibration_config
             if drawn is not None and kept is not None and set(drawn.settings) - set(kept.settings):
                 # a library the record gained since (the generator deals libraries by position):
-                # its freshly drawn setting, the others as they were
-                settings = {**drawn.settings, **kept.settings}
+                # its fresh draw moved by the steps the others took together, which their own
+                # baselines were calibrated after; the others as they were
+                gained = {
+                    name: CalibrationSetting.model_validate(
+                        with_shared_steps(setting.model_dump(exclude_none=True), kept.source)
+                    )
+                    for name, setting in drawn.settings.items()
+                    if name not in kept.settings
+                }
+                settings = {**gained, **kept.settings}
                 record.evaluation_metadata.calibration_config = kept.model_copy(update={"settings": settings})
 
 

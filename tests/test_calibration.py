@@ -346,13 +346,18 @@ def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_c
     rewrite_case_file(path, [CaseRecord.model_validate(drawn)])
     [(_, kept)] = list(iter_case_file(path))
     assert kept.evaluation_metadata.calibration_config.source == "drawn; refined from P1/64 to P2/64"
-    gained = record_dict()  # the generator dealt the record one more library: its drawn setting joins
+    # the generator dealt the record more libraries: their drawn settings join, moved by the
+    # steps the others took together where the draw is where those started (firedrake's)
+    gained = record_dict()
     gained["evaluation_metadata"]["calibration_config"] = {"source": "drawn", "settings": {
-        "dolfinx": {"element_degree": 1, "cells_per_side": 64}, "dealii": {"element_degree": 1, "cells_per_side": 48}}}
+        "dolfinx": {"element_degree": 1, "cells_per_side": 64}, "dealii": {"element_degree": 1, "cells_per_side": 48},
+        "firedrake": {"element_degree": 1, "cells_per_side": 64}}}
     rewrite_case_file(path, [CaseRecord.model_validate(gained)])
     [(_, joined)] = list(iter_case_file(path))
     settings = joined.evaluation_metadata.calibration_config.settings
     assert settings["dolfinx"].element_degree == 2 and settings["dealii"].cells_per_side == 48
+    assert (settings["firedrake"].element_degree, settings["firedrake"].cells_per_side) == (2, 64)
+    assert settings["dealii"].element_degree == 1  # a draw elsewhere: the step did not start there
     assert joined.evaluation_metadata.calibration_config.source == "drawn; refined from P1/64 to P2/64"
     changed = record_dict(nx=51)
     changed["evaluation_metadata"]["calibration_config"] = drawn["evaluation_metadata"]["calibration_config"]

@@ -125,7 +125,8 @@ def test_committed_calibration_settings_are_the_drawn_ones(folder):
     """Generated records: the upstream draw, scaled (authoring/calibration_configs.py), then
     the steps the source names, in order: a refinement may only make a mesh finer (or the
     degree higher), a coarsening only fewer cells of the same degree."""
-    from pytest_pdebench.authoring.calibration_configs import calibration_config, read_distribution, steps
+    from pytest_pdebench.authoring.calibration_configs import calibration_config, read_distribution
+    from pytest_pdebench.cases import setting_steps as steps
 
     pools = read_distribution(UPSTREAM)
     for _, _, record in load_cases(folder):

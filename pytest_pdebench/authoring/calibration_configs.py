@@ -39,7 +39,6 @@ import hashlib
 import json
 import math
 import random
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import cast
@@ -54,7 +53,7 @@ from ..calibration import (
     materialize,
     reference_build_gap,
 )
-from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, write_case_file
+from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, setting_steps, write_case_file
 from ..sources.folder import oracle_fingerprint
 
 FLOW_FAMILIES = ("stokes", "navier_stokes")
@@ -180,20 +179,10 @@ def coarsened(setting: dict, e_base: float, aim: float, dim: int) -> dict | None
     return {**setting, "cells_per_side": new} if new < cells else None
 
 
-# one step of a record's calibration_config source; a library named after "for" is the only
-# one the step applies to
-STEP = re.compile(r"(refined|coarsened|adjusted)(?: for (\w+))? from P(\d)/(\d+) to P(\d)/(\d+)")
-
-
-def steps(source: str) -> list[tuple[str, str | None, tuple[int, int], tuple[int, int]]]:
-    """(kind, only library or None, (degree, cells) before, after) of each step, in order."""
-    return [(kind, only or None, (int(a), int(b)), (int(c), int(d))) for kind, only, a, b, c, d in STEP.findall(source)]
-
-
 def kept_on_redraw(source: str) -> bool:
     """Whether a setting was set by hand or for one library apart from the others (drawing
     the record's settings again would lose it)."""
-    return any(kind == "adjusted" or only for kind, only, _, _ in steps(source))
+    return any(kind == "adjusted" or only for kind, only, _, _ in setting_steps(source))
 
 
 def calibration_config(record, pools: dict) -> dict:

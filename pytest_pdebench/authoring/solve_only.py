@@ -586,12 +586,22 @@ class SolveOnlyError(Exception):
     """A variant whose solve-only part could not be built or kept; the message says why."""
 
 
+class PartNotKept(SolveOnlyError):
+    """The part was built, but the variant's drawn data cannot carry it (the build's rule
+    refused it: ``reason`` says why). A property of that draw, not a fault of the run."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"no solve-only part: {reason}")
+        self.reason = reason
+
+
 def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle_dir: Path) -> CaseRecord:
     """VARIED (a variant of PUBLISHED, which has a part) with a part of its own, built into
     FOLDER by a child process (DOLFINx stays out of the harness's process) and kept there:
     a later call reads it back. The share is priced with the published record's thresholds
     (the variant's own come later, from its paired baseline); the part's path in the record
-    is absolute. Raises SolveOnlyError."""
+    is absolute. Raises PartNotKept where the build refused the part, SolveOnlyError
+    where it could not run."""
     import fcntl
     import subprocess
     import sys
@@ -614,7 +624,7 @@ def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle
                 raise SolveOnlyError(f"the build of its solve-only part failed (DOLFINx needed): {last[:300]}")
     entry = json.loads(entry_path.read_text())
     if not entry["kept"]:
-        raise SolveOnlyError(f"no solve-only part: {entry['reason']}")
+        raise PartNotKept(entry["reason"])
     built = CaseRecord.model_validate(entry["record"])
     part = built.evaluation_metadata.solve_only
     assert part is not None  # kept: the build wrote it

@@ -48,7 +48,7 @@ from ..placement import NoCalibration, NotVaried
 from ..validation import static_problems
 from . import mms
 from .hiding import case_rng
-from .solve_only import SolveOnlyError, variant_part
+from .solve_only import PartNotKept, SolveOnlyError, variant_part
 from .starter import DOMAINS, Design, build_record
 from .suite import suite_designs
 
@@ -71,6 +71,14 @@ ORACLE = "submissions/oracle"  # its DOLFINx solvers build a variant's solve-onl
 
 class VariantError(Exception):
     """A variant that cannot be made, or fails the checks its published record passes."""
+
+
+class NoPartCarried(VariantError):
+    """This seed's draw of a record with a solve-only part gives data its baseline cannot
+    carry a part in (the build refused it): the record is left as it is for this seed, as a
+    record without an exact solution is; never judged with its answer in its data."""
+
+    NOT_VARIED = "its variant's data carry no solve-only part"
 
 
 def record_digest(record: CaseRecord) -> str:
@@ -238,8 +246,9 @@ def variant(
     """The published record's variant for ``seed``, or None where records are not varied
     (no exact solution, a smoke case). Where the published record has a solve-only part,
     the variant gets one of its own (built by the DOLFINx oracle in ``oracle_dir`` into
-    ``parts``/<digest>-<seed>, or read from there). Raises VariantError if it has no part or
-    fails the static checks."""
+    ``parts``/<digest>-<seed>, or read from there). Raises NoPartCarried where the build
+    refuses the drawn data a part, VariantError where it cannot run or the variant fails
+    the static checks."""
     record = drawn(published, design, seed)
     if record is None:
         return None
@@ -247,6 +256,8 @@ def variant(
         folder = (parts or answers_cache() / "variant-parts") / f"{record_digest(published)}-{seed}"
         try:
             record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")
+        except PartNotKept as exc:
+            raise NoPartCarried(f"{published.id} (seed {seed}): {exc}") from None
         except SolveOnlyError as exc:
             raise VariantError(f"{published.id} (seed {seed}): {exc}") from None
     problems = static_problems(record, case_dir or Path("."))
@@ -312,6 +323,8 @@ class LiveVariants:
             return "not one of the suite's designs"
         try:
             varied = variant(record, design, seed, case_dir, oracle_dir=self.oracle_dir)
+        except NoPartCarried:
+            return NoPartCarried.NOT_VARIED
         except VariantError as exc:
             raise NoCalibration(f"no variant to judge: {exc}") from None
         if varied is None:
@@ -328,8 +341,9 @@ def variants(
     progress: Callable[[str], None] | None = None,
     parts: Path | None = None,
 ) -> tuple[list[CaseRecord], list[str]]:
-    """(variants, ids of the records left as they are, with why) for ``seed``; solve-only
-    parts go to ``parts`` (default: the answers cache)."""
+    """(variants, "<id>: why" of the records left as they are) for ``seed``; solve-only
+    parts go to ``parts`` (default: the answers cache). A part the build refuses leaves its
+    record as it is (why: ``NoPartCarried.NOT_VARIED``, and the build's reason after " | ")."""
     designs = {design.id: design for design in suite_designs()}
     made, kept = [], []
     for record in records:
@@ -337,7 +351,11 @@ def variants(
         if design is None:
             kept.append(f"{record.id}: not a design of the suite")
             continue
-        varied = variant(record, design, seed, case_dir, parts)
+        try:
+            varied = variant(record, design, seed, case_dir, parts)
+        except NoPartCarried as exc:
+            kept.append(f"{record.id}: {NoPartCarried.NOT_VARIED} | {exc}")
+            continue
         if varied is None:
             kept.append(f"{record.id}: {'a smoke case' if design.smoke else 'no exact solution'}")
             continue
@@ -375,7 +393,10 @@ def write_variants(
             part.path = os.path.relpath(part.path, output.parent.resolve())
     output.parent.mkdir(parents=True, exist_ok=True)
     write_case_file(output, made)
-    reasons = Counter(line.partition(": ")[2] for line in kept)
+    reasons = Counter(line.partition(": ")[2].partition(" | ")[0] for line in kept)
     left = ", ".join(f"{count} {why}" for why, count in sorted(reasons.items())) or "none"
     log(f"{len(made)} variants of {len(records)} records (seed {seed}) in {output}; left as they are: {left}")
+    for line in kept:  # each refused part with the build's reason: a person may want to look
+        if " | " in line:
+            log(f"  {line.partition(' | ')[2]}")
     return 0
