@@ -20,35 +20,22 @@ PASS per family)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import multiprocessing
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from tabulate import tabulate
 
-from pytest_pdebench import gates, metrics
-from pytest_pdebench.cases import agent_view, load_cases
-from pytest_pdebench.grid import EvalGrid, valid_mask
+from pytest_pdebench.authoring.attack import attack, load_attacker
+from pytest_pdebench.cases import load_cases
 from pytest_pdebench.leaks import manufactured
-from pytest_pdebench.reference import reference_fields
 
 REPO = Path(__file__).resolve().parent.parent
 SOLVER = REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
 GOAL = 0.02  # issue 46: at most 2% of a family's records may pass
-
-
-def load_solver():
-    spec = importlib.util.spec_from_file_location("ansatz_fit_solver", SOLVER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def chosen_records(
@@ -74,58 +61,16 @@ def chosen_records(
     return chosen, totals
 
 
-def _run_in_child(solver, case_spec: dict, folder: str, queue) -> None:
-    os.chdir(folder)
-    started, cpu = time.perf_counter(), time.process_time()
-    try:
-        solver.solve(case_spec)
-        status = "ran"
-    except Exception as exc:  # noqa: BLE001 - any failure of the solver is its verdict
-        status = f"F-Exec: {type(exc).__name__}: {str(exc)[:200]}"
-    # CPU seconds too: on a shared machine the wall clock also counts the neighbours' work
-    queue.put((status, time.perf_counter() - started, time.process_time() - cpu))
-
-
 def judge(solver, case_dir: Path, record, library: str, timeout: float) -> dict:
-    """The attacker on one record, judged like the plugin's first two gates."""
-    case_spec = agent_view(record, library)["case_spec"]
+    """The attacker on one record, judged like the plugin's first two gates (authoring/attack.py)."""
+    result = attack(solver, record, case_dir, library, timeout)
     tau = record.evaluation_metadata.thresholds[library].tau_acc
-    row = {
-        "case_id": record.id,
-        "family": record.family,
-        "tau_acc": tau,
-        "error": None,
-        "seconds": None,
-        "cpu_seconds": None,
-    }
-    with tempfile.TemporaryDirectory(prefix="ansatz-") as folder:
-        context = multiprocessing.get_context("fork")  # sympy and numpy stay imported: no start-up per record
-        queue = context.Queue()
-        child = context.Process(target=_run_in_child, args=(solver, case_spec, folder, queue))
-        child.start()
-        child.join(timeout)
-        if child.is_alive():
-            child.kill()
-            child.join()
-            return {**row, "outcome": "timeout", "reason": f"over {timeout:.0f} s"}
-        status, row["seconds"], row["cpu_seconds"] = queue.get() if not queue.empty() else ("F-Exec: died", None, None)
-        if status != "ran":
-            return {**row, "outcome": "F-Exec", "reason": status}
-        grid = EvalGrid.from_spec(case_spec["eval_grid"])
-        valid = valid_mask(case_spec, grid)
-        names = record.case_spec.output.arrays
-        try:
-            solution = gates.read_solution(
-                Path(folder, "solution.npz").read_bytes(), names, grid.axis_names, grid.shape, valid
-            )
-        except gates.GateFailure as failure:
-            return {**row, "outcome": "F-Exec", "reason": failure.reason}
-        info = json.loads(Path(folder, "meta.json").read_text()).get("solver_info", {})
-    row["error"] = metrics.relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
-    row["fit_residual"] = info.get("fit_residual")
-    row["basis"] = info.get("basis")
-    row["outcome"] = "PASS" if row["error"] <= tau else "F-Acc"
-    return row
+    row = {"case_id": record.id, "family": record.family, "tau_acc": tau, "error": result.error,
+           "seconds": result.seconds, "cpu_seconds": result.cpu_seconds}  # fmt: skip
+    if result.error is None:
+        timed_out = result.reason.startswith("no answer within")
+        return {**row, "outcome": "timeout" if timed_out else "F-Exec", "reason": result.reason}
+    return {**row, "outcome": "PASS" if result.error <= tau else "F-Acc"}
 
 
 def table(rows: list[dict], totals: dict, tau_time: dict[str, float]) -> str:
@@ -211,7 +156,7 @@ def main() -> int:
         rows = [r for r in rows if not families or r["family"] in families]
         print(table(rows, totals, tau_time))
         return 0
-    solver, rows = load_solver(), []
+    solver, rows = load_attacker(SOLVER), []
     started = time.perf_counter()
     for index, (case_dir, record) in enumerate(chosen, 1):
         row = judge(solver, case_dir, record, args.library, args.timeout)

@@ -361,6 +361,21 @@ def _leak_audit(args) -> int:
     return 0
 
 
+def _attack_audit(args) -> int:
+    from .authoring.attack import ATTACK_MARGIN, ATTACKER, attack_audit
+
+    solver = Path(args.solver) if args.solver else ATTACKER
+    if not solver.is_file():
+        raise InputError(f"{solver}: no attacker solver there (run from the checkout, or pass --solver FILE)")
+    return attack_audit(
+        Path(args.cases),
+        solver,
+        ATTACK_MARGIN if args.margin is None else args.margin,
+        Path(args.out) if args.out else None,
+        args.family,
+    )
+
+
 def _reference_agreement(args) -> int:
     import pytest
 
@@ -738,6 +753,22 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("cases")
     audit.add_argument("--library", default="dolfinx", help="whose tau_acc decides a pass")
     audit.add_argument("--format", default="simple")
+
+    attack = _command(
+        commands,
+        "attack-audit",
+        "per family: how close the ansatz-fit attacker (no mesh, no solve) comes to each record's answer",
+        _attack_audit,
+        cases=CASES_ARGUMENT,
+        solver="the attacker's solver file (a Python file with solve(case_spec))",
+    )
+    attack.add_argument("cases", nargs="?", default="cases", help="a case file or folder (default: cases/)")
+    attack.add_argument(
+        "--solver", help="the attacker's solver file (default: tests/data/dishonest/ansatz_fit/solver.py)"
+    )
+    attack.add_argument("--margin", type=float, help="the attacker's error over tau_acc a record must keep (default 3)")
+    attack.add_argument("--out", help="a JSONL file of one result per record; a rerun skips those already in it")
+    attack.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
 
     references = _command(
         commands,

@@ -62,6 +62,8 @@ MISSING_INPUT = [
     ["reference-agreement", "--no-run", "--cases", "ABSENT"],
     ["variants", "ABSENT", "--seed", "1"],
     ["leak-audit", "ABSENT"],
+    ["attack-audit", "ABSENT"],
+    ["attack-audit", CASES, "--solver", "ABSENT"],
     ["build-references", "ABSENT"],
     ["build-references", CASES, "--oracle", "ABSENT"],
     ["build-solve-only", "ABSENT", "--out", "TMP/solve-only"],

@@ -394,24 +394,18 @@ def json_report(path, verdicts, machine="m-2cpu", sandbox="bubblewrap"):
 # ---- The ansatz-fit attacker (issue 46) ----
 
 
-def ansatz_fit_error(record, case_dir: Path, work: Path, library: str = "dolfinx") -> float:
+def ansatz_fit_error(record, case_dir: Path, library: str = "dolfinx") -> float:
     """The relative L2 error of the ansatz-fit attacker (tests/data/dishonest/ansatz_fit: a
     least-squares fit in the span of the data's functions, no mesh) on the agent's view of
-    RECORD, run in its own process in WORK, against the record's reference."""
-    from ..cases import agent_view
-    from ..gates import read_solution
-    from ..grid import EvalGrid, valid_mask
-    from ..metrics import relative_l2_error
-    from ..reference import reference_fields
+    RECORD, against the record's reference (authoring/attack.py, as `pdebench attack-audit`)."""
+    from ..authoring.attack import attack, load_attacker
 
-    work.mkdir(parents=True)
-    spec = agent_view(record, library)["case_spec"]
-    (work / "case_spec.json").write_text(json.dumps(spec))
-    solver = REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
-    code = f"import json, runpy; runpy.run_path({str(solver)!r})['solve'](json.load(open('case_spec.json')))"
-    subprocess.run([sys.executable, "-c", code], cwd=work, check=True, timeout=300)
-    grid = EvalGrid.from_spec(spec["eval_grid"])
-    valid = valid_mask(spec, grid)
-    raw = (work / "solution.npz").read_bytes()
-    solution = read_solution(raw, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
-    return relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
+    result = attack(
+        load_attacker(REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"),
+        record,
+        case_dir,
+        library,
+        timeout=300,
+    )
+    assert result.error is not None, result.reason
+    return result.error

@@ -1,0 +1,204 @@
+"""The ansatz-fit attacker run offline on a record (issue 46): how close a solver that fits
+the data's own functions, with no mesh and no solve, lands to the record's answer.
+
+A record is only as hard as the best shortcut that gets under its tau_acc. The attacker
+(``ATTACKER``, a solver file of the checkout: least squares in the span of the data's terms
+and low-order polynomials, fitted to the PDE residual and the boundary and initial data)
+runs in a forked child in a scratch folder, on the agent's view of the record, and its
+solution is judged as the accuracy gate judges one: the contract's checks, then the
+relative L2 error on the valid grid points against the record's reference. The margin of
+a record is that error over the smallest tau_acc of its tracks: under 1 the attacker
+PASSes; ``ATTACK_MARGIN`` is what a record must keep (``pdebench attack-audit``), so that a
+somewhat better fit still fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import multiprocessing
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+
+from .. import gates, metrics
+from ..cases import CaseRecord, agent_view
+from ..grid import EvalGrid, valid_mask
+from ..reference import reference_fields
+
+ATTACKER = Path("tests/data/dishonest/ansatz_fit/solver.py")  # relative to the checkout
+# what a record keeps between the attacker and its tau_acc: the attacker's error at 1.5-2 x
+# tau_acc on many Burgers records of the first converted suite meant that a fit with a few
+# more terms would pass them
+ATTACK_MARGIN = 3.0
+TIMEOUT_SEC = 120.0
+
+
+@dataclass
+class Attack:
+    """The attacker on one record: its error (None where it produced no judged solution,
+    ``reason`` says why), its wall and CPU seconds, and the margin (error over the record's
+    smallest tau_acc; None without thresholds)."""
+
+    case_id: str
+    family: str
+    error: float | None
+    margin: float | None
+    seconds: float | None
+    cpu_seconds: float | None
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_attacker(path: Path = ATTACKER) -> ModuleType:
+    """The attacker's module, imported once: each record forks from this process, so its
+    imports (sympy, numpy) are paid once per audit, not per record."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no attacker solver there (run from the checkout, or pass its path)")
+    spec = importlib.util.spec_from_file_location("ansatz_fit_attacker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def smallest_tau_acc(record: CaseRecord) -> float | None:
+    taus = [t.tau_acc for t in record.evaluation_metadata.thresholds.values()]
+    return min(taus) if taus else None
+
+
+def _solve_in_child(attacker: ModuleType, case_spec: dict, folder: str, queue) -> None:
+    os.chdir(folder)
+    started, cpu = time.perf_counter(), time.process_time()
+    try:
+        attacker.solve(case_spec)
+        status = ""
+    except Exception as exc:  # noqa: BLE001 - any failure of the attacker is its result
+        status = f"{type(exc).__name__}: {str(exc)[:200]}"
+    # CPU seconds too: on a shared machine the wall clock also counts the neighbours' work
+    queue.put((status, time.perf_counter() - started, time.process_time() - cpu))
+
+
+def attack(
+    attacker: ModuleType, record: CaseRecord, case_dir: Path, library: str = "dolfinx", timeout: float = TIMEOUT_SEC
+) -> Attack:
+    """The attacker on ``record``'s agent view for ``library`` (the tracks see the same
+    case_spec), judged against its reference (``case_dir`` holds its files)."""
+    case_spec = agent_view(record, library)["case_spec"]
+    result = Attack(record.id, record.family, None, None, None, None)
+    with tempfile.TemporaryDirectory(prefix="attack-") as folder:
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_solve_in_child, args=(attacker, case_spec, folder, queue))
+        child.start()
+        child.join(timeout)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            result.reason = f"no answer within {timeout:.0f} s"
+            return result
+        if queue.empty():
+            result.reason = f"the attacker's process died (exit code {child.exitcode})"
+            return result
+        status, result.seconds, result.cpu_seconds = queue.get()
+        if status:
+            result.reason = status
+            return result
+        grid = EvalGrid.from_spec(case_spec["eval_grid"])
+        valid = valid_mask(case_spec, grid)
+        try:
+            raw = Path(folder, "solution.npz").read_bytes()
+            solution = gates.read_solution(raw, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
+        except (OSError, gates.GateFailure) as failure:
+            result.reason = getattr(failure, "reason", None) or str(failure)
+            return result
+    result.error = metrics.relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
+    tau = smallest_tau_acc(record)
+    result.margin = result.error / tau if tau else None
+    return result
+
+
+def read_attacks(path: Path) -> dict[str, dict]:
+    """The rows an earlier audit wrote (``--out``), by case id: an interrupted audit goes on
+    from there."""
+    if not path.is_file():
+        return {}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {row["case_id"]: row for row in rows}
+
+
+def attack_audit(
+    cases: Path,
+    solver: Path = ATTACKER,
+    margin: float = ATTACK_MARGIN,
+    out: Path | None = None,
+    families: list[str] | None = None,
+    log=print,
+) -> int:
+    """``pdebench attack-audit``: the attacker on every record under ``cases`` (those of
+    ``families``), one line of progress each, each result appended to ``out`` as it comes
+    (a rerun skips the records already there); then a table per family and the records whose
+    margin is under ``margin``. Returns 1 when there are such records (the gate for new
+    cases), else 0."""
+    from collections import defaultdict
+
+    from tabulate import tabulate
+
+    from ..cases import load_cases
+
+    chosen = [
+        (path.parent, record) for path, _, record in load_cases(cases) if not families or record.family in families
+    ]
+    if not chosen:
+        log(f"pdebench attack-audit: no record of {cases} is selected" + (" (--family)" if families else ""))
+        return 1
+    done = read_attacks(out) if out else {}
+    attacker, started = load_attacker(solver), time.perf_counter()
+    rows = []
+    for index, (case_dir, record) in enumerate(chosen, 1):
+        if record.id in done:
+            rows.append(done[record.id])
+            continue
+        row = attack(attacker, record, case_dir, record.supported_libraries[0]).as_dict()
+        rows.append(row)
+        if out:
+            with out.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+        said = f"margin {row['margin']:.2f}" if row["margin"] is not None else row["reason"] or "no thresholds"
+        log(f"[{index}/{len(chosen)}] {record.id}: {said} ({row['seconds'] or 0:.1f} s)")
+    by_family: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_family[row["family"]].append(row)
+    table = []
+    for family, found in sorted(by_family.items()):
+        margins = sorted(r["margin"] for r in found if r["margin"] is not None)
+        table.append(
+            [
+                family,
+                len(found),
+                sum(m <= 1 for m in margins),
+                sum(m < margin for m in margins),
+                f"{margins[len(margins) // 2]:.1f}" if margins else "-",
+                sum(r["error"] is None for r in found),
+            ]
+        )
+    log("")
+    log(
+        tabulate(
+            table,
+            headers=["family", "records", "attacker PASS", f"under {margin:g} x tau_acc", "median margin", "no answer"],
+        )
+    )
+    under = sorted((r for r in rows if r["margin"] is not None and r["margin"] < margin), key=lambda r: r["margin"])
+    log(
+        f"\nmargin: the attacker's error over the record's smallest tau_acc ({len(rows)} records, "
+        f"{(time.perf_counter() - started) / 60:.1f} min); {len(under)} under {margin:g}"
+    )
+    for row in under:
+        log(f"  {row['case_id']}: {row['margin']:.2f}")
+    return 1 if under else 0

@@ -1,0 +1,54 @@
+"""`pdebench attack-audit` (issue 46): the ansatz-fit attacker on every record, offline, and
+the records whose answer it comes within the margin of."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+from pytest_pdebench.testing import REPO, STARTER, record_dict, starter_records, write_jsonl
+
+
+def audit(cases, out, *extra):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_pdebench.cli", "attack-audit", str(cases), "--out", str(out), *extra],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+    )  # fmt: skip
+
+
+def test_the_audit_names_the_records_whose_answer_the_attacker_reaches(tmp_path):
+    hidden = copy.deepcopy(starter_records()["poisson_basic"])  # its answer has a solve-only part
+    part = hidden["evaluation_metadata"]["solve_only"]["path"]
+    (tmp_path / part).parent.mkdir(parents=True)
+    (tmp_path / part).write_bytes((STARTER / part).read_bytes())
+    # the same record without its part: the exact solution is in the span of its data
+    in_reach = record_dict("poisson_basic", new_id="poisson_in_reach")
+    in_reach["evaluation_metadata"]["thresholds"] = hidden["evaluation_metadata"]["thresholds"]
+    cases, out = write_jsonl(tmp_path / "cases.jsonl", [hidden, in_reach]), tmp_path / "attacks.jsonl"
+
+    done = audit(cases, out)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {row["case_id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert rows["poisson_in_reach"]["margin"] < 1e-3 and rows["poisson_basic"]["margin"] >= 3, rows
+    listed = done.stdout.split("under 3\n")[1]
+    assert "poisson_in_reach: 0.00" in listed and "poisson_basic" not in listed
+    assert "[1/2] poisson_basic: margin" in done.stdout
+
+    again = audit(cases, out)  # read back from --out: nothing runs again, the same verdict
+    assert again.returncode == 1 and "[1/2]" not in again.stdout
+    assert "1 under 3\n  poisson_in_reach: 0.00" in again.stdout
+    alone = write_jsonl(tmp_path / "alone.jsonl", [hidden])  # nothing within reach: the gate passes
+    assert audit(alone, tmp_path / "alone-attacks.jsonl").returncode == 0
+
+
+def test_outside_the_checkout_the_default_attacker_is_missing_and_named(tmp_path, capsys, monkeypatch):
+    from pytest_pdebench import cli
+
+    monkeypatch.chdir(tmp_path)  # the default attacker is a file of the checkout
+    cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
+    assert cli.main(["attack-audit", str(cases)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pdebench attack-audit: tests/data/dishonest/ansatz_fit/solver.py: no attacker solver")
+    assert "pass --solver FILE" in err
