@@ -169,6 +169,14 @@ def _plus(forcing, extra):
     return expression_to_string(parse_expression(forcing) + extra)
 
 
+def forcing_without_part(forcing, part_forcing):
+    """The forcing text with a part's term (``SolveOnly.forcing``) taken out again: the record's
+    forcing as generated, before build-solve-only."""
+    if isinstance(forcing, list):
+        return [expression_to_string(parse_expression(f) - parse_expression(e)) for f, e in zip(forcing, part_forcing)]
+    return expression_to_string(parse_expression(forcing) - parse_expression(part_forcing))
+
+
 def homogeneous_spec(record: CaseRecord, field) -> dict:
     """The problem delta_1 solves: forcing F, every boundary and initial datum zero; vector
     fields asked for component by component."""

@@ -147,16 +147,10 @@ def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **gri
     # part's term again
     part = data["evaluation_metadata"].pop("solve_only", None)
     if part:
-        from ..expressions import expression_to_string, parse_expression
+        from ..authoring.solve_only import forcing_without_part
 
         forcing = data["case_spec"]["pde"]["forcing"]
-        if isinstance(forcing["value"], list):
-            forcing["value"] = [expression_to_string(parse_expression(f) - parse_expression(e))
-                                for f, e in zip(forcing["value"], part["forcing"])]  # fmt: skip
-        else:
-            forcing["value"] = expression_to_string(
-                parse_expression(forcing["value"]) - parse_expression(part["forcing"])
-            )
+        forcing["value"] = forcing_without_part(forcing["value"], part["forcing"])
     if new_id:
         data["id"] = new_id
     data["case_spec"]["eval_grid"].update(grid)
