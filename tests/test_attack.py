@@ -52,3 +52,22 @@ def test_outside_the_checkout_the_default_attacker_is_missing_and_named(tmp_path
     err = capsys.readouterr().err
     assert err.startswith("pdebench attack-audit: tests/data/dishonest/ansatz_fit/solver.py: no attacker solver")
     assert "pass --solver FILE" in err
+
+
+def test_beside_another_thread_the_attacker_runs_in_a_fresh_interpreter(tmp_path):
+    """A fork of a threaded process may deadlock: the same result from a new interpreter."""
+    import threading
+
+    from pytest_pdebench.authoring.attack import ATTACKER, attack, load_attacker
+    from pytest_pdebench.cases import CaseRecord
+
+    record = CaseRecord.model_validate(record_dict())  # no part: the attacker reaches the answer
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        result = attack(load_attacker(REPO / ATTACKER), record, tmp_path)
+    finally:
+        release.set()
+        other.join()
+    assert result.reason == "" and result.error < 1e-8 and result.seconds > 0, result

@@ -19,7 +19,9 @@ import json
 import multiprocessing
 import os
 import tempfile
+import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -84,6 +86,47 @@ def _solve_in_child(attacker: ModuleType, case_spec: dict, folder: str, queue) -
     queue.put((status, time.perf_counter() - started, time.process_time() - cpu))
 
 
+def _forked(attacker: ModuleType, case_spec: dict, folder: str, timeout: float) -> tuple | str:
+    """(status, seconds, CPU seconds) of the attacker in a fork of this process, or why none."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_solve_in_child, args=(attacker, case_spec, folder, queue))
+    with warnings.catch_warnings():
+        # Python counts the BLAS library's threads too; they are safe to fork (it registers
+        # fork handlers); the caller forks only when no other Python thread runs
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child.start()
+    child.join(timeout)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return f"no answer within {timeout:.0f} s"
+    if queue.empty():
+        return f"the attacker's process died (exit code {child.exitcode})"
+    return queue.get()
+
+
+def _spawned(solver: Path, case_spec: dict, folder: str, timeout: float) -> tuple | str:
+    """The same in a new interpreter (its imports paid again)."""
+    import subprocess
+    import sys
+
+    Path(folder, "case_spec.json").write_text(json.dumps(case_spec))
+    code = (
+        "import json, runpy, time; started, cpu = time.perf_counter(), time.process_time(); "
+        f"runpy.run_path({str(solver)!r})['solve'](json.load(open('case_spec.json'))); "
+        "print(json.dumps([time.perf_counter() - started, time.process_time() - cpu]))"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {timeout:.0f} s"
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1][:300]
+    seconds, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return "", seconds, cpu
+
+
 def attack(
     attacker: ModuleType, record: CaseRecord, case_dir: Path, library: str = "dolfinx", timeout: float = TIMEOUT_SEC
 ) -> Attack:
@@ -92,20 +135,14 @@ def attack(
     case_spec = agent_view(record, library)["case_spec"]
     result = Attack(record.id, record.family, None, None, None, None)
     with tempfile.TemporaryDirectory(prefix="attack-") as folder:
-        context = multiprocessing.get_context("fork")
-        queue = context.Queue()
-        child = context.Process(target=_solve_in_child, args=(attacker, case_spec, folder, queue))
-        child.start()
-        child.join(timeout)
-        if child.is_alive():
-            child.kill()
-            child.join()
-            result.reason = f"no answer within {timeout:.0f} s"
+        if threading.active_count() == 1:
+            ran = _forked(attacker, case_spec, folder, timeout)
+        else:  # a fork of a threaded process (pytest's timeout thread) may deadlock: a fresh one
+            ran = _spawned(Path(str(attacker.__file__)), case_spec, folder, timeout)
+        if isinstance(ran, str):
+            result.reason = ran
             return result
-        if queue.empty():
-            result.reason = f"the attacker's process died (exit code {child.exitcode})"
-            return result
-        status, result.seconds, result.cpu_seconds = queue.get()
+        status, result.seconds, result.cpu_seconds = ran
         if status:
             result.reason = status
             return result
