@@ -336,24 +336,36 @@ def serve_podman(folder: Path, log=print) -> int:
     through the DOCKER_HOST that ``log`` is told."""
     import signal
 
-    def stopped(signum, frame):
-        raise KeyboardInterrupt  # TERM (systemd, a CI runner, kill) and HUP stop it as Ctrl-C does
+    signalled: list[int] = []
+    started: list[subprocess.Popen] = []  # the service, once there is one
 
-    service, host = start_podman_service(folder)
-    previous = {number: signal.signal(number, stopped) for number in (signal.SIGTERM, signal.SIGHUP)}
-    log(f"podman's Docker API is up; in another shell:\n    export DOCKER_HOST={host}\n(Ctrl-C stops it)")
-    try:
-        return service.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:  # the service runs in its own session: a signal to this process alone never reaches it
-        if service.poll() is None:
+    def stopped(signum, frame):
+        # INT (Ctrl-C), TERM (systemd, a CI runner, kill) and HUP stop the service wherever
+        # this process is when they come, its start included: a KeyboardInterrupt raised here
+        # instead escaped from a signal that landed outside the wait (seen under load: the
+        # command died of it), and the default action left the service running
+        signalled.append(signum)
+        for service in started:
             service.terminate()
-            try:
-                service.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                service.kill()
-                service.wait()
+
+    previous = {number: signal.signal(number, stopped) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        service, host = start_podman_service(folder)
+        started.append(service)
+        if signalled:  # stopped while it started
+            return 0
+        log(f"podman's Docker API is up; in another shell:\n    export DOCKER_HOST={host}\n(Ctrl-C stops it)")
+        code = service.wait()
+        return 0 if signalled else code
+    finally:  # the service runs in its own session: a signal to this process alone never reaches it
+        for service in started:
+            if service.poll() is None:
+                service.terminate()
+                try:
+                    service.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    service.kill()
+                    service.wait()
         for number, handler in previous.items():
             signal.signal(number, handler)
 

@@ -240,18 +240,25 @@ def test_a_half_removed_container_is_removed_and_the_listing_asked_again():
     assert engine.removed == [stuck]
 
 
-def test_the_engine_command_stops_its_service_on_sigterm(container_engine, tmp_path):
+@pytest.mark.parametrize("when", ["serving", "starting"])
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_the_engine_command_stops_its_service_on_a_signal(container_engine, tmp_path, number, when):
     """`pdebench containers engine` in the background of a script, a systemd unit or a CI
-    job is stopped with TERM (a script's background jobs ignore INT): the podman service
-    it started (in its own session, so the signal never reaches it) goes too."""
+    job is stopped with TERM (a script's background jobs ignore INT), in a terminal with
+    Ctrl-C: the podman service it started (in its own session, so the signal never reaches
+    it) goes too, also when the signal comes while the service is still starting."""
     folder = tmp_path / "engine"
+    marker = f"unix://{folder / 'podman.sock'}"
     command = subprocess.Popen([str(Path(sys.executable).with_name("pdebench")), "containers", "engine",
                                 "--folder", str(folder)], stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        assert "export DOCKER_HOST=" in "".join(command.stdout.readline() for _ in range(2))
-        marker = f"unix://{folder / 'podman.sock'}"
+        if when == "serving":
+            assert "export DOCKER_HOST=" in "".join(command.stdout.readline() for _ in range(2))
+        deadline = time.monotonic() + 60
+        while not processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)  # starting: the service's process is there, its API not yet
         assert processes_with(marker), "the service is not running"
-        command.send_signal(signal.SIGTERM)
+        command.send_signal(number)
         assert command.wait(timeout=60) == 0
         deadline = time.monotonic() + 30
         while processes_with(marker) and time.monotonic() < deadline:
