@@ -204,6 +204,7 @@ class Variant(Strict):
 
     seed: int
     of: str = Field(pattern=r"^[0-9a-f]{16}$")  # record_digest of the published record it varies
+    draw: int = Field(default=0, ge=0)  # 0: the seed's first draw; k: its k-th draw again (the earlier carried no part)
 
 
 class SolveOnlyPart(Strict):

@@ -292,7 +292,14 @@ def _build_solve_only(args) -> int:
     if not args.assemble:
         index, count = (int(n) for n in args.shard.split("/"))
         kept, tried = build_parts(
-            Path(args.cases), out, Path(args.oracle), args.family, (index - 1, count), log=say, retry=args.retry
+            Path(args.cases),
+            out,
+            Path(args.oracle),
+            args.family,
+            (index - 1, count),
+            log=say,
+            retry=args.retry,
+            again=_under_margin(args.again) if args.again else frozenset(),
         )
         print(f"kept {kept} of {tried}")
     if args.discard:
@@ -301,6 +308,16 @@ def _build_solve_only(args) -> int:
     for line in missing:
         print(f"  without a part: {line}")
     return 0 if not missing else 1
+
+
+def _under_margin(audit: str) -> set[str]:
+    """The records an attack-audit file (``--out``) found under ATTACK_MARGIN."""
+    from .authoring.attack import ATTACK_MARGIN, read_attacks
+
+    rows = read_attacks(Path(audit))
+    if not rows:
+        raise SystemExit(f"{audit}: no attack-audit rows there (pdebench attack-audit --out FILE writes them)")
+    return {case_id for case_id, row in rows.items() if row["margin"] is not None and row["margin"] < ATTACK_MARGIN}
 
 
 def _build_suite(args) -> int:
@@ -798,6 +815,11 @@ def _parser() -> argparse.ArgumentParser:
     solve_only.add_argument("--shard", default="1/1", help="I/N: every N-th record from the I-th (two processes)")
     solve_only.add_argument("--assemble", action="store_true", help="only write OUT/suite.jsonl from the parts")
     solve_only.add_argument("--retry", action="store_true", help="build again the records that kept no part")
+    solve_only.add_argument(
+        "--again",
+        metavar="AUDIT",
+        help="build again the parts of the records an attack-audit file (its --out) has under the margin",
+    )
     solve_only.add_argument(
         "--discard",
         action="store_true",

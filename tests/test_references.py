@@ -202,3 +202,28 @@ def test_a_slow_navier_stokes_flow_refines_with_the_level():
     cells = [run_oracle(ORACLE / "dolfinx", "navier_stokes", spec, arrays, level)[1]["mesh_resolution"]
              for level in (0.5, 1.0, 2.0)]  # fmt: skip
     assert cells[0] < cells[1] < cells[2] and cells[2] == 4 * cells[0], cells
+
+
+@dolfinx
+def test_a_load_whose_solution_the_data_span_is_refused(tmp_path):
+    """A Dirichlet eigenfunction as the load on the unit square: the solution is a multiple of
+    it, which the ansatz-fit attacker finds with no solve; the build refuses the record (a
+    Gaussian load on the L-shape it keeps, with the attacker's margin recorded)."""
+    from pytest_pdebench.authoring.attack import ATTACK_MARGIN, WITHIN, checkout_attacker
+
+    attacker = checkout_attacker()
+    record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))
+    record.evaluation_metadata.reference_path = None
+    kept = build_reference(record, tmp_path / "kept", ORACLE / "dolfinx", attacker)
+    assert kept.kept, kept.reason
+    assert record.evaluation_metadata.reference_config["attack_margin"] >= ATTACK_MARGIN
+
+    data = record_dict("poisson_gaussian_source_l_shape")
+    data["case_spec"]["domain"] = {"type": "unit_square", "bounds": [[0.0, 1.0], [0.0, 1.0]]}
+    data["case_spec"]["pde"]["forcing"] = {"type": "expression", "value": "sin(pi*x)*sin(pi*y)"}
+    eigen = CaseRecord.model_validate(data)
+    eigen.evaluation_metadata.reference_path = None
+    outcome = build_reference(eigen, tmp_path / "refused", ORACLE / "dolfinx", attacker)
+    assert not outcome.kept and outcome.reason.startswith(WITHIN), outcome.reason
+    assert eigen.evaluation_metadata.reference_path is None
+    assert not list((tmp_path / "refused").rglob("*.npz"))

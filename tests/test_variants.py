@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from pytest_pdebench.authoring import variants
 from pytest_pdebench.authoring.suite import suite_designs
 from pytest_pdebench.authoring.variants import (
     KEPT_COEFFICIENTS,
@@ -202,7 +203,7 @@ def test_the_command_writes_the_variants_and_says_what_it_left(tmp_path):
     # a draw whose data the build refuses a part is left as it is, and said so with the reason
     refused = re.search(r"(\d+) its variant's data carry no solve-only part", done.stdout)
     not_carried = int(refused.group(1)) if refused else 0
-    assert done.stdout.count("(seed 4): no solve-only part: ") == not_carried
+    assert done.stdout.count(f"(seed 4, {variants.REDRAWS + 1} draws): no solve-only part: ") == not_carried
     assert not_carried <= 2, done.stdout  # a rare draw, not the rule
     assert len(written) == len(biharmonic) - no_exact - not_carried
     assert f"{len(written)} variants of {len(biharmonic)} records (seed 4)" in done.stdout
@@ -251,6 +252,37 @@ def test_a_variant_of_a_record_with_a_part_gets_its_own_and_nothing_reads_it(wit
     # built once: a second draw reads the part back
     again = variant(record, designs()[record.id], 7, folder, parts=tmp_path / "parts")
     assert again == made
+
+
+@pytest.mark.fem
+@pytest.mark.slow
+def test_a_draw_that_carries_no_part_is_drawn_again(with_part, tmp_path, monkeypatch):
+    """A seed's first draw the build refuses a part: the record is drawn again (another key
+    from the seed, said in the variant), not left out; every draw refused leaves it out."""
+    from pytest_pdebench.authoring.solve_only import PartNotKept
+
+    record, folder = with_part
+    design = designs()[record.id]
+    first, second = drawn(record, design, 7), drawn(record, design, 7, draw=1)
+    assert first.case_spec != second.case_spec and second == drawn(record, design, 7, draw=1)
+    built = variants.variant_part
+
+    def refuses_the_first_draw(varied, published, part_folder, oracle_dir):
+        if varied.evaluation_metadata.variant.draw == 0:
+            raise PartNotKept("the calibration baseline's error grows 2 x with the part")
+        return built(varied, published, part_folder, oracle_dir)
+
+    monkeypatch.setattr(variants, "variant_part", refuses_the_first_draw)
+    made = variant(record, design, 7, folder, parts=tmp_path / "parts")
+    assert made.evaluation_metadata.variant.draw == 1 and made.evaluation_metadata.solve_only is not None
+    assert made.case_spec.domain == second.case_spec.domain
+
+    def refuses_all(*_):
+        raise PartNotKept("the part is too small")
+
+    monkeypatch.setattr(variants, "variant_part", refuses_all)
+    with pytest.raises(variants.NoPartCarried, match=rf"seed 7, {variants.REDRAWS + 1} draws\): no solve-only part"):
+        variant(record, design, 7, folder, parts=tmp_path / "parts")
 
 
 @pytest.mark.fem

@@ -36,6 +36,7 @@ ATTACKER = Path("tests/data/dishonest/ansatz_fit/solver.py")  # relative to the 
 # tau_acc on many Burgers records of the first converted suite meant that a fit with a few
 # more terms would pass them
 ATTACK_MARGIN = 3.0
+WITHIN = "the ansatz-fit attacker comes within"  # the start of a build's reason to refuse a record
 TIMEOUT_SEC = 120.0
 
 
@@ -67,6 +68,13 @@ def load_attacker(path: Path = ATTACKER) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def checkout_attacker() -> ModuleType | None:
+    """The attacker of the checkout this package runs from, or None from an installed wheel
+    (the attacker is a test solver, not shipped): builds then go without its rule."""
+    path = Path(__file__).resolve().parents[2] / ATTACKER
+    return load_attacker(path) if path.is_file() else None
 
 
 def smallest_tau_acc(record: CaseRecord) -> float | None:
@@ -158,6 +166,11 @@ def attack(
     tau = smallest_tau_acc(record)
     result.margin = result.error / tau if tau else None
     return result
+
+
+def within_reason(margin: float) -> str:
+    """Why a build refuses a record the attacker comes too close to."""
+    return f"{WITHIN} {margin:.2f} x tau_acc (at least {ATTACK_MARGIN:g} kept)"
 
 
 def read_attacks(path: Path) -> dict[str, dict]:

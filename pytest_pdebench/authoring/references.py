@@ -24,6 +24,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
+from .attack import ATTACK_MARGIN, attack, checkout_attacker, smallest_tau_acc, within_reason
 from .refinement import run_oracle
 
 LEVELS = (0.5, 1.0, 2.0)
@@ -50,8 +52,13 @@ class ReferenceOutcome:
     g12: float | None = None
 
 
-def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> ReferenceOutcome:
-    """Compute, check and store one record's reference; updates the record in place."""
+def build_reference(
+    record: CaseRecord, case_dir: Path, oracle_dir: Path, attacker: ModuleType | None = None
+) -> ReferenceOutcome:
+    """Compute, check and store one record's reference; updates the record in place. With
+    ``attacker`` (attack.load_attacker), a record whose data the attacker fits within
+    ATTACK_MARGIN x tau_acc is refused (a load whose solution has a closed form in the
+    data's own functions: a polynomial load on a disk, an eigenfunction's)."""
     spec = record.case_spec_dict()
     names = record.case_spec.output.arrays
     grid = EvalGrid.from_spec(spec["eval_grid"])
@@ -103,6 +110,7 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
         np.savez_compressed(path, **arrays)  # type: ignore[arg-type,unused-ignore]
         digest = hashlib.sha256(b"".join(arrays[name].tobytes() for name in names)).hexdigest()[:16]
         meta = record.evaluation_metadata
+        before = meta.reference_path, meta.reference_config
         meta.reference_path = str(relative)
         meta.reference_config = {
             **(meta.reference_config or {}),
@@ -115,7 +123,25 @@ def build_reference(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> Ref
             "digest": digest,
         }
         outcome.kept, outcome.reason = True, "kept"
+        if attacker is not None and (reason := _within_reach(attacker, record, case_dir)):
+            outcome.kept, outcome.reason = False, reason
+            meta.reference_path, meta.reference_config = before
+            path.unlink()
     return outcome
+
+
+def _within_reach(attacker: ModuleType, record: CaseRecord, case_dir: Path) -> str | None:
+    """Why the attacker is too close to the record's new reference, or None. A record not
+    calibrated yet is measured against tau_max, the loosest tau_acc it can get."""
+    found = attack(attacker, record, case_dir, record.supported_libraries[0])
+    if found.error is None:
+        return None  # no judged answer: nothing within reach
+    margin = found.error / (smallest_tau_acc(record) or record.evaluation_config.tau_max)
+    record.evaluation_metadata.reference_config = {
+        **(record.evaluation_metadata.reference_config or {}),
+        "attack_margin": margin,
+    }
+    return within_reason(margin) if margin < ATTACK_MARGIN else None
 
 
 def build_references(
@@ -135,9 +161,12 @@ def build_references(
         and (not families or r.family in families)
     ]
     log(f"{len(todo)} records of {path} need a numerical reference")
+    attacker = checkout_attacker() if todo else None
+    if todo and attacker is None:
+        log("no attacker here (an installed package): the references are built without its margin")
     kept = 0
     for index, record in enumerate(todo, start=1):
-        outcome = build_reference(record, path.parent, oracle_dir)
+        outcome = build_reference(record, path.parent, oracle_dir, attacker)
         kept += outcome.kept
         figure = f"e_base~{outcome.e_base_estimate:.2e}" if outcome.e_base_estimate is not None else ""
         log(f"[{index}/{len(todo)}] {record.id}: {outcome.reason} {figure}")

@@ -43,8 +43,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import sympy as sp
@@ -55,6 +57,7 @@ from ..expressions import expression_to_string, parse_expression, x, y, z
 from ..expressions import u as U
 from ..grid import EvalGrid, valid_mask
 from ..validation import SOLVE_ONLY_TAUS
+from .attack import ATTACK_MARGIN, attack, within_reason
 from .refinement import run_baseline, run_oracle
 
 # how large delta is (||delta|| / ||u_m|| on the grid at t_end): large enough that u_m, which
@@ -78,6 +81,12 @@ LEVELS = (0.5, 1.0, 2.0)
 # to 8 x the reference grade: a 2-D solve of seconds; cd_high_pe_l_shape_025 kept only there)
 FINER_LEVELS = ((1.0, 2.0, 4.0), (2.0, 4.0, 8.0))
 NONLINEAR = ("burgers", "navier_stokes")
+# the ansatz-fit attacker (authoring/attack.py) on the built record: a part it comes within
+# ATTACK_MARGIN x tau_acc of is built again, larger by what that margin lacks (its miss grows
+# about as the part: the fit of u_m stays, the part's share of what it cannot fit grows), aimed
+# ATTACK_AIM over; at most ATTACK_TRIES times, and no larger than ATTACK_MAX_SHARE of u_m
+# (u_m stays the main part of the solution; the baseline's RATIO_CAP still holds the difficulty)
+ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE = 1.2, 2, 0.3
 NONLINEAR_MARGIN = 1.1  # the nonlinear part's share is aimed this far over the smallest (the response is not linear)
 VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
 COORDS = (x, y, z)
@@ -224,6 +233,8 @@ class SolveOnlyOutcome:
     measured_ratio: float | None = None  # ... as the baseline run on the record with its part measured it
     miss: float | None = None  # the evaluator's error of u_m against u_m + delta
     seconds: float = 0.0
+    scale: float | None = None  # s of the forcing's term s * F
+    attack_margin: float | None = None  # the attacker's error over tau_acc on the built record
 
 
 def _norm(field: np.ndarray, valid: np.ndarray) -> float:
@@ -260,15 +271,17 @@ def share_bounds(record: CaseRecord) -> tuple[float, float]:
 
 
 def linear_part(
-    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS
+    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS, scale: float | None = None
 ) -> tuple[list[np.ndarray], float, float, list]:
     """delta at the three levels and the predicted ratio: delta_1 (F drives it) scaled so
     that the calibration baseline's error grows by at most RATIO_BUDGET, within the share's
-    bounds."""
+    bounds (or by ``scale`` when given)."""
     names = _components(record)
     spec = homogeneous_spec(record, field)
     runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in levels]
     parts = [part for part, _ in runs]
+    if scale is not None:
+        return [scale * part for part in parts], scale, math.nan, [info.get("num_dofs") for _, info in runs]
     fine = parts[-1]
     smallest, largest = share_bounds(record)
     setting = _setting(record)
@@ -293,7 +306,7 @@ def linear_part(
 
 
 def nonlinear_part(
-    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS
+    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS, scale: float | None = None
 ) -> tuple[list[np.ndarray], float, float, list]:
     """delta at the three levels for a nonlinear family: the whole perturbed problem less
     u_m, at the smallest share (no superposition to price a larger one by). The scale comes
@@ -301,14 +314,15 @@ def nonlinear_part(
     part the guess drives (the solve's own error of u_m cancels: on a slow Navier-Stokes
     flow it was as large as the part, and shares came out at 0.6 x the smallest)."""
     names = _components(record)
-    smallest = share_bounds(record)[0]
-    size = _norm(exact, valid)
-    guess = smallest * size / max(_norm(_field_values(field, record), valid), 1e-300)
-    plain = run_oracle(oracle_dir, record.family, perturbed_spec(record, field, 0.0), names, 1.0)[0]
-    first = run_oracle(oracle_dir, record.family, perturbed_spec(record, field, guess), names, 1.0)[0]
-    driven = first - plain
-    reached = min(_norm(driven, valid) / size, output_miss(record, exact, driven, valid))
-    scale = _scale(guess * NONLINEAR_MARGIN * smallest / max(reached, 1e-300))
+    if scale is None:
+        smallest = share_bounds(record)[0]
+        size = _norm(exact, valid)
+        guess = smallest * size / max(_norm(_field_values(field, record), valid), 1e-300)
+        plain = run_oracle(oracle_dir, record.family, perturbed_spec(record, field, 0.0), names, 1.0)[0]
+        first = run_oracle(oracle_dir, record.family, perturbed_spec(record, field, guess), names, 1.0)[0]
+        driven = first - plain
+        reached = min(_norm(driven, valid) / size, output_miss(record, exact, driven, valid))
+        scale = _scale(guess * NONLINEAR_MARGIN * smallest / max(reached, 1e-300))
     spec = perturbed_spec(record, field, scale)
     runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in levels]
     return [field_ - exact for field_, _ in runs], scale, math.nan, [info.get("num_dofs") for _, info in runs]
@@ -320,25 +334,74 @@ def _setting(record: CaseRecord) -> dict | None:
     return setting.model_dump(exclude_none=True) if setting is not None else None
 
 
-def build_part(record: CaseRecord, case_dir: Path, oracle_dir: Path) -> SolveOnlyOutcome:
+def build_part(
+    record: CaseRecord, case_dir: Path, oracle_dir: Path, attacker: ModuleType | None = None
+) -> SolveOnlyOutcome:
     """Build, check and store one record's solve-only part; updates the record in place
     (its forcing, ``evaluation_metadata.solve_only``) only if the part is kept. A steady 2-D
-    record whose part's error estimate is too large at LEVELS is tried at each of FINER_LEVELS."""
+    record whose part's error estimate is too large at LEVELS is tried at each of FINER_LEVELS.
+    With ``attacker`` (attack.load_attacker), a kept part must also keep the attacker
+    ATTACK_MARGIN x tau_acc away (``_out_of_reach``)."""
     started = time.perf_counter()
-    outcome = _build_at(record, case_dir, oracle_dir, LEVELS)
+    original = record.model_copy(deep=True)
+    how: tuple[tuple[float, ...], bool] = (LEVELS, False)
+    outcome = _build_at(record, case_dir, oracle_dir, *how)
     steady_2d = record.case_spec.pde.time is None and not record.case_spec.eval_grid.nz
     for levels in FINER_LEVELS if steady_2d else ():
         if outcome.kept or not outcome.reason.startswith("the reference's error estimate"):
             break
-        outcome = _build_at(record, case_dir, oracle_dir, levels)
+        how = (levels, False)
+        outcome = _build_at(record, case_dir, oracle_dir, *how)
     if not outcome.kept and outcome.reason.startswith(BASELINE_CANNOT_CARRY):
         # a baseline that resolves the part too coarsely for the thresholds: a smoother part
-        outcome = _build_at(record, case_dir, oracle_dir, LEVELS, smooth=True)
+        how = (LEVELS, True)
+        outcome = _build_at(record, case_dir, oracle_dir, *how)
+    if outcome.kept and attacker is not None:
+        outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
+        if not outcome.kept and not how[1] and any(reason in outcome.reason for reason in BASELINE_CANNOT_CARRY):
+            # the part the attacker's margin needs is more than the baseline carries: a smoother
+            # one (seen: ns_re10_circle_019, the baseline's error 1.56 x with the larger part)
+            how = (LEVELS, True)
+            outcome = _build_at(record, case_dir, oracle_dir, *how)
+            if outcome.kept:
+                outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
-def _build_at(record: CaseRecord, case_dir: Path, oracle_dir: Path, levels, smooth: bool = False) -> SolveOnlyOutcome:
+def _out_of_reach(record, original, case_dir: Path, oracle_dir: Path, attacker, outcome, how) -> SolveOnlyOutcome:
+    """The attacker on the record as built; where it comes within ATTACK_MARGIN x tau_acc, the
+    part built again from ``original`` with a larger scale (``how``: the levels and the field
+    that were kept). The record ends as the last kept build, or as ``original`` if none holds."""
+    for attempt in range(ATTACK_TRIES + 1):
+        found = attack(attacker, record, case_dir, record.supported_libraries[0])
+        outcome.attack_margin = found.margin
+        kept_part = record.evaluation_metadata.solve_only
+        assert kept_part is not None  # a kept build wrote it
+        kept_part.build["attack_margin"] = found.margin
+        if found.margin is None or found.margin >= ATTACK_MARGIN:  # None: no judged answer
+            return outcome
+        within = within_reason(found.margin)
+        if attempt == ATTACK_TRIES:
+            outcome.kept, outcome.reason = False, within
+            break
+        again = original.model_copy(deep=True)
+        scale = _scale(outcome.scale * ATTACK_AIM * ATTACK_MARGIN / max(found.margin, 1e-9))
+        retried = _build_at(again, case_dir, oracle_dir, how[0], how[1], scale=scale)
+        if not retried.kept:
+            retried.reason = f"{within}; a larger part: {retried.reason}"
+            outcome = retried
+            break
+        record.case_spec, record.evaluation_metadata = again.case_spec, again.evaluation_metadata
+        outcome = retried
+    record.case_spec, record.evaluation_metadata = original.case_spec, original.evaluation_metadata
+    return outcome
+
+
+def _build_at(
+    record: CaseRecord, case_dir: Path, oracle_dir: Path, levels, smooth: bool = False, scale: float | None = None
+) -> SolveOnlyOutcome:
+    """One build at ``levels``; ``scale``: s given (the attacker's rule), not priced."""
     started = time.perf_counter()
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
@@ -347,13 +410,13 @@ def _build_at(record: CaseRecord, case_dir: Path, oracle_dir: Path, levels, smoo
     field = driving_field(record, smooth)
     try:
         build = nonlinear_part if nonlinear(record) else linear_part
-        deltas, scale, ratio, dofs = build(record, oracle_dir, field, valid, exact, levels)
+        deltas, scale, ratio, dofs = build(record, oracle_dir, field, valid, exact, levels, scale)
     except Exception as exc:  # noqa: BLE001 - the oracle cannot do it: the record stays as it is, with the reason
         return SolveOnlyOutcome(record.id, False, f"{ORACLE_FAILED}: {type(exc).__name__}: {str(exc)[:200]}")
     coarse, base, fine = deltas
     size = _norm(exact, valid)
     size_of_part = _norm(fine, valid) / size
-    outcome = SolveOnlyOutcome(record.id, False, "", size_of_part)
+    outcome = SolveOnlyOutcome(record.id, False, "", size_of_part, scale=scale)
     outcome.reference_error = _norm(base - fine, valid) / _norm(exact + fine, valid)
     outcome.predicted_ratio = ratio
     outcome.miss = output_miss(record, exact, fine, valid)
@@ -368,6 +431,8 @@ def _build_at(record: CaseRecord, case_dir: Path, oracle_dir: Path, levels, smoo
         outcome.reason = f"the levels did not refine the discretization (num_dofs {dofs})"  # equal fields would pass
     elif not np.isfinite(fine[valid]).all():
         outcome.reason = "non-finite values on valid grid points"
+    elif size_of_part > max(MAX_SHARE, ATTACK_MAX_SHARE):
+        outcome.reason = f"the part is too large: share {size_of_part:.2g} over {max(MAX_SHARE, ATTACK_MAX_SHARE):g}"
     elif not (g12 < g01 or g12 <= ROUNDING * _norm(fine, valid)):
         outcome.reason = f"levels do not converge (g12 {g12:.3g} >= g01 {g01:.3g})"
     elif min(size_of_part, outcome.miss) < SOLVE_ONLY_TAUS * max(taus):  # validation.check_solve_only's bound
@@ -477,19 +542,24 @@ def build_parts(
     shard=(0, 1),
     log=print,
     retry: bool = False,
+    again: Collection[str] = (),
 ) -> tuple[int, int]:
     """``pdebench build-solve-only CASES --out OUT``: the solve-only part of every manufactured
     record of CASES (only ``families`` when given; shard ``(i, n)`` takes every n-th from the
     i-th), each into ``OUT/parts/<id>.json`` (the updated record, or why it was not kept)
     and ``OUT/references/``. A record with a part file already is skipped, so an interrupted
-    build resumes; ``assemble`` writes the case file. Returns (kept, tried)."""
+    build resumes; ``assemble`` writes the case file. The records named in ``again`` have
+    their part taken off and built anew. Every build keeps the checkout's attacker
+    ATTACK_MARGIN x tau_acc away (``build_part``). Returns (kept, tried)."""
     from ..cases import iter_case_file
+    from .attack import checkout_attacker
 
     parts = Path(out) / "parts"
     parts.mkdir(parents=True, exist_ok=True)
+    records = (without_part(record) if record.id in again else record for _, record in iter_case_file(Path(cases)))
     manufactured = [
         record
-        for _, record in iter_case_file(Path(cases))
+        for record in records
         if record.evaluation_metadata.construction_method == "manufactured_solution"
         and record.evaluation_metadata.solve_only is None
         and (not families or record.family in families)
@@ -506,16 +576,32 @@ def build_parts(
     ]  # the shard before what is built: two processes never share a record
     todo = [record for record in candidates if retry_it(parts / f"{record.id}.json", retry)]
     log(f"{len(todo)} records to build")
+    attacker = checkout_attacker() if todo else None
+    if todo and attacker is None:
+        log("no attacker here (an installed package): the parts are built without its margin")
     kept = 0
     for index, record in enumerate(todo, start=1):
-        outcome = build_part(record, Path(out), oracle_dir)
+        outcome = build_part(record, Path(out), oracle_dir, attacker)
         kept += outcome.kept
         _write_entry(parts / f"{record.id}.json", record, outcome)
         log(
             f"[{index}/{len(todo)}] {record.id}: {outcome.reason}, share {outcome.share or 0:.3g}, "
-            f"reference error {outcome.reference_error or 0:.2g}, {outcome.seconds:.0f} s"
+            f"reference error {outcome.reference_error or 0:.2g}, attacker margin "
+            f"{'-' if outcome.attack_margin is None else format(outcome.attack_margin, '.2f')}, {outcome.seconds:.0f} s"
         )
     return kept, len(todo)
+
+
+def without_part(record: CaseRecord) -> CaseRecord:
+    """The record as generated: its part's forcing term taken off, no part."""
+    part = record.evaluation_metadata.solve_only
+    if part is None:
+        return record
+    data = record.case_spec_dict()
+    data["pde"]["forcing"]["value"] = forcing_without_part(data["pde"]["forcing"]["value"], part.forcing)
+    meta = record.evaluation_metadata.model_copy(update={"solve_only": None})
+    spec = type(record.case_spec).model_validate(data)
+    return record.model_copy(update={"case_spec": spec, "evaluation_metadata": meta})
 
 
 def _write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> None:
@@ -643,8 +729,10 @@ def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle
 
 def _build_one(folder: Path, oracle_dir: Path) -> None:
     """The child of variant_part: FOLDER/record.json's part into FOLDER (part.json, references/)."""
+    from .attack import checkout_attacker
+
     record = CaseRecord.model_validate_json((folder / "record.json").read_text())
-    outcome = build_part(record, folder, oracle_dir)
+    outcome = build_part(record, folder, oracle_dir, checkout_attacker())
     if outcome.reason.startswith(ORACLE_FAILED):  # not kept as the record's answer: another try may do
         raise SystemExit(outcome.reason)
     _write_entry(folder / "part.json", record, outcome)
