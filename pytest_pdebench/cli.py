@@ -25,6 +25,7 @@ say = functools.partial(print, flush=True)  # progress of long commands, seen as
 # what an input argument should name, said when it does not
 CASES_OPTION = "a case file (JSONL) or a folder of them with --cases"
 CASES_ARGUMENT = "the path of a case file (JSONL) or of a folder of them"
+CASE_FILE = "the path of one case file (JSONL), not a folder (the builds rewrite it: cases/suite.jsonl)"
 JSON_REPORT = "the JSON report of a benchmark run (pytest --json-report --json-report-file=FILE writes it)"
 ORACLE = "the oracle's solver folder with --oracle"
 GUIDES = "the folder of library guides with --guides (guides/ in a checkout)"
@@ -39,6 +40,8 @@ def _check_input(path: Path, what: str) -> None:
         raise InputError(f"{path}: no such file or folder; pass {what}")
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: not readable (permissions); pass {what}")
+    if what == CASE_FILE and path.is_dir():
+        raise InputError(f"{path}: a folder; pass {what}")
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
@@ -792,10 +795,10 @@ def _parser() -> argparse.ArgumentParser:
         "build-references",
         "numerical references for records without an exact solution (needs DOLFINx)",
         _build_references,
-        cases=CASES_ARGUMENT,
+        cases=CASE_FILE,
         oracle=ORACLE,
     )
-    references.add_argument("cases")
+    references.add_argument("cases", help="one case file (the references are written beside it): cases/suite.jsonl")
     references.add_argument("--oracle", default=_shipped("submissions/oracle/dolfinx"))
     references.add_argument("--family", action="append", help="only these families (repeatable)")
     references.add_argument("--rebuild", action="store_true", help="also records that have a reference")
@@ -805,10 +808,10 @@ def _parser() -> argparse.ArgumentParser:
         "build-solve-only",
         "give manufactured records a part of their solution only a solve recovers (needs DOLFINx)",
         _build_solve_only,
-        cases=CASES_ARGUMENT,
+        cases=CASE_FILE,
         oracle=ORACLE,
     )
-    solve_only.add_argument("cases")
+    solve_only.add_argument("cases", help="one case file (rewritten from it into --out): cases/suite.jsonl")
     solve_only.add_argument("--out", required=True, help="folder for the parts, the references and suite.jsonl")
     solve_only.add_argument("--oracle", default=_shipped("submissions/oracle/dolfinx"))
     solve_only.add_argument("--family", action="append", help="only these families (repeatable)")

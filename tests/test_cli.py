@@ -65,9 +65,9 @@ MISSING_INPUT = [
     ["attack-audit", "ABSENT"],
     ["attack-audit", CASES, "--solver", "ABSENT"],
     ["build-references", "ABSENT"],
-    ["build-references", CASES, "--oracle", "ABSENT"],
+    ["build-references", CASES + "/suite.jsonl", "--oracle", "ABSENT"],
     ["build-solve-only", "ABSENT", "--out", "TMP/solve-only"],
-    ["build-solve-only", CASES, "--out", "TMP/solve-only", "--oracle", "ABSENT"],
+    ["build-solve-only", CASES + "/suite.jsonl", "--out", "TMP/solve-only", "--oracle", "ABSENT"],
     ["prompt", "x", "--cases", "ABSENT"],
     ["prompt", "x", "--cases", CASES, "--guides", "ABSENT"],
     ["prompt-cost", "--cases", "ABSENT"],
@@ -218,3 +218,11 @@ def test_variants_of_no_record_is_a_failure_not_an_empty_file(tmp_path, capsys):
     code = cli.main(["variants", str(cases), "--seed", "1", "--family", "wave", "--output", str(tmp_path / "v.jsonl")])
     assert code == 1 and "nothing to vary" in capsys.readouterr().out
     assert not (tmp_path / "v.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", ["build-references", "build-solve-only"])
+def test_a_build_that_rewrites_one_case_file_refuses_a_folder(tmp_path, capsys, command):
+    out = ["--out", str(tmp_path / "out")] if command == "build-solve-only" else []
+    code = cli.main([command, str(tmp_path), *out])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tmp_path}: a folder; pass the path of one case file" in err, err
