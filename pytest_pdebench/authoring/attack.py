@@ -7,7 +7,7 @@ and low-order polynomials, fitted to the PDE residual and the boundary and initi
 runs in a forked child in a scratch folder, on the agent's view of the record, and its
 solution is judged as the accuracy gate judges one: the contract's checks, then the
 relative L2 error on the valid grid points against the record's reference. The margin of
-a record is that error over the smallest tau_acc of its tracks: under 1 the attacker
+a record is that error over the largest (loosest) tau_acc of its tracks: under 1 the attacker
 PASSes; ``ATTACK_MARGIN`` is what a record must keep (``pdebench attack-audit``), so that a
 somewhat better fit still fails.
 """
@@ -44,7 +44,7 @@ TIMEOUT_SEC = 120.0
 class Attack:
     """The attacker on one record: its error (None where it produced no judged solution,
     ``reason`` says why), its wall and CPU seconds, and the margin (error over the record's
-    smallest tau_acc; None without thresholds)."""
+    largest tau_acc of its tracks; None without thresholds)."""
 
     case_id: str
     family: str
@@ -77,9 +77,11 @@ def checkout_attacker() -> ModuleType | None:
     return load_attacker(path) if path.is_file() else None
 
 
-def smallest_tau_acc(record: CaseRecord) -> float | None:
+def loosest_tau_acc(record: CaseRecord) -> float | None:
+    """The largest tau_acc of the record's tracks: the attacker's answer is the same on every
+    track, so it passes first where the threshold is loosest."""
     taus = [t.tau_acc for t in record.evaluation_metadata.thresholds.values()]
-    return min(taus) if taus else None
+    return max(taus) if taus else None
 
 
 def _solve_in_child(attacker: ModuleType, case_spec: dict, folder: str, queue) -> None:
@@ -163,7 +165,7 @@ def attack(
             result.reason = getattr(failure, "reason", None) or str(failure)
             return result
     result.error = metrics.relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
-    tau = smallest_tau_acc(record)
+    tau = loosest_tau_acc(record)
     result.margin = result.error / tau if tau else None
     return result
 
@@ -246,7 +248,7 @@ def attack_audit(
     )
     under = sorted((r for r in rows if r["margin"] is not None and r["margin"] < margin), key=lambda r: r["margin"])
     log(
-        f"\nmargin: the attacker's error over the record's smallest tau_acc ({len(rows)} records, "
+        f"\nmargin: the attacker's error over the record's largest tau_acc ({len(rows)} records, "
         f"{(time.perf_counter() - started) / 60:.1f} min); {len(under)} under {margin:g}"
     )
     for row in under:

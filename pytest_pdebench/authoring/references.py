@@ -33,7 +33,7 @@ from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
-from .attack import ATTACK_MARGIN, attack, checkout_attacker, smallest_tau_acc, within_reason
+from .attack import ATTACK_MARGIN, attack, checkout_attacker, loosest_tau_acc, within_reason
 from .refinement import run_oracle
 
 LEVELS = (0.5, 1.0, 2.0)
@@ -136,7 +136,7 @@ def _within_reach(attacker: ModuleType, record: CaseRecord, case_dir: Path) -> s
     found = attack(attacker, record, case_dir, record.supported_libraries[0])
     if found.error is None:
         return None  # no judged answer: nothing within reach
-    margin = found.error / (smallest_tau_acc(record) or record.evaluation_config.tau_max)
+    margin = found.error / (loosest_tau_acc(record) or record.evaluation_config.tau_max)
     record.evaluation_metadata.reference_config = {
         **(record.evaluation_metadata.reference_config or {}),
         "attack_margin": margin,
