@@ -30,7 +30,7 @@ from pytest_pdebench.testing.loopback import scheduler_address
 REPO = Path(__file__).resolve().parent.parent
 
 # the quickest baseline of each family (as tests/test_docker_engine.py takes them)
-ITEMS = ["poisson_constant_kappa_unit_square_noexact_008", "helmholtz_k2_star_037", "biharmonic_plate_unit_square_035",
+ITEMS = ["poisson_graded_kappa_unit_square_010", "helmholtz_k2_star_037", "biharmonic_plate_unit_square_035",
          "elasticity_nu045_unit_square_noexact_003", "heat_short_unit_square_noexact_013",
          "cd_medium_pe_unit_square_084", "rd_linear_t_junction_016", "stokes_nu1_unit_square_002",
          "ns_re10_unit_square_noexact_000", "burgers_nu005_star_026", "wave_c1_t_junction_027"]

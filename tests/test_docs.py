@@ -21,7 +21,7 @@ MKDOCS = Path(sys.executable).with_name("mkdocs")
 # a marked block of the tutorial: <!-- tutorial: run -->, <!-- tutorial: run, exits 1 -->,
 # <!-- tutorial: file PATH --> right before a fenced block
 STEP = re.compile(r"<!-- tutorial: (?P<what>[^>]*?) -->\n```[^\n]*\n(?P<body>.*?)\n```\n", re.S)
-TUTORIAL_CASE = "poisson_constant_kappa_unit_square_noexact_008"
+TUTORIAL_CASE = "poisson_graded_kappa_unit_square_010"
 
 
 def _pages() -> dict[Path, str]:

@@ -65,7 +65,7 @@ def test_sandbox_holds_through_the_firedrake_runtime_and_kernels_are_kept(tmp_pa
 # one case of the suite per Firedrake family (cheap ones; references included)
 ORACLE_CASES = ["biharmonic_plate_dumbbell_032", "cd_rotating_unit_square_neumann_044",
                 "heat_fast_diffusion_unit_square_003", "helmholtz_k10_unit_square_robin_015",
-                "elasticity_nu045_unit_square_noexact_003", "poisson_constant_kappa_unit_square_noexact_008",
+                "elasticity_nu045_unit_square_noexact_003", "poisson_graded_kappa_unit_square_010",
                 "rd_linear_t_junction_049", "stokes_nu01_unit_square_noexact_002"]
 
 

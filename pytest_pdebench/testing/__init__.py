@@ -190,7 +190,7 @@ def write_calibration(
 # one case per family the DOLFINx track supports, the quickest baseline of each (calibration
 # mode: a baseline is measured, so nothing depends on a calibration of the runtime)
 DOLFINX_CASES = [
-    "poisson_constant_kappa_unit_square_noexact_008",
+    "poisson_graded_kappa_unit_square_010",
     "helmholtz_k2_star_037",
     "biharmonic_plate_unit_square_035",
     "elasticity_nu045_unit_square_noexact_003",
