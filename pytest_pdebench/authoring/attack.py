@@ -70,11 +70,16 @@ def load_attacker(path: Path = ATTACKER) -> ModuleType:
     return module
 
 
-def checkout_attacker() -> ModuleType | None:
+def checkout_attacker(log=None) -> ModuleType | None:
     """The attacker of the checkout this package runs from, or None from an installed wheel
-    (the attacker is a test solver, not shipped): builds then go without its rule."""
+    (the attacker is a test solver, not shipped): builds then go without its rule, and
+    ``log`` is told so."""
     path = Path(__file__).resolve().parents[2] / ATTACKER
-    return load_attacker(path) if path.is_file() else None
+    if path.is_file():
+        return load_attacker(path)
+    if log:
+        log("no attacker here (an installed package): this build goes without its margin")
+    return None
 
 
 def loosest_tau_acc(record: CaseRecord) -> float | None:

@@ -33,7 +33,7 @@ from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
-from .attack import ATTACK_MARGIN, attack, checkout_attacker, loosest_tau_acc, within_reason
+from .attack import ATTACK_MARGIN, attack, checkout_attacker, within_reason
 from .refinement import run_oracle
 
 LEVELS = (0.5, 1.0, 2.0)
@@ -136,7 +136,7 @@ def _within_reach(attacker: ModuleType, record: CaseRecord, case_dir: Path) -> s
     found = attack(attacker, record, case_dir, record.supported_libraries[0])
     if found.error is None:
         return None  # no judged answer: nothing within reach
-    margin = found.error / (loosest_tau_acc(record) or record.evaluation_config.tau_max)
+    margin = found.margin if found.margin is not None else found.error / record.evaluation_config.tau_max
     record.evaluation_metadata.reference_config = {
         **(record.evaluation_metadata.reference_config or {}),
         "attack_margin": margin,
@@ -161,9 +161,7 @@ def build_references(
         and (not families or r.family in families)
     ]
     log(f"{len(todo)} records of {path} need a numerical reference")
-    attacker = checkout_attacker() if todo else None
-    if todo and attacker is None:
-        log("no attacker here (an installed package): the references are built without its margin")
+    attacker = checkout_attacker(log) if todo else None
     kept = 0
     for index, record in enumerate(todo, start=1):
         outcome = build_reference(record, path.parent, oracle_dir, attacker)

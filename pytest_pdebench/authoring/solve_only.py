@@ -431,8 +431,8 @@ def _build_at(
         outcome.reason = f"the levels did not refine the discretization (num_dofs {dofs})"  # equal fields would pass
     elif not np.isfinite(fine[valid]).all():
         outcome.reason = "non-finite values on valid grid points"
-    elif size_of_part > max(MAX_SHARE, ATTACK_MAX_SHARE):
-        outcome.reason = f"the part is too large: share {size_of_part:.2g} over {max(MAX_SHARE, ATTACK_MAX_SHARE):g}"
+    elif size_of_part > ATTACK_MAX_SHARE:  # the largest any rule asks (MAX_SHARE is the priced one's)
+        outcome.reason = f"the part is too large: share {size_of_part:.2g} over {ATTACK_MAX_SHARE:g}"
     elif not (g12 < g01 or g12 <= ROUNDING * _norm(fine, valid)):
         outcome.reason = f"levels do not converge (g12 {g12:.3g} >= g01 {g01:.3g})"
     elif min(size_of_part, outcome.miss) < SOLVE_ONLY_TAUS * max(taus):  # validation.check_solve_only's bound
@@ -576,9 +576,7 @@ def build_parts(
     ]  # the shard before what is built: two processes never share a record
     todo = [record for record in candidates if retry_it(parts / f"{record.id}.json", retry)]
     log(f"{len(todo)} records to build")
-    attacker = checkout_attacker() if todo else None
-    if todo and attacker is None:
-        log("no attacker here (an installed package): the parts are built without its margin")
+    attacker = checkout_attacker(log) if todo else None
     kept = 0
     for index, record in enumerate(todo, start=1):
         outcome = build_part(record, Path(out), oracle_dir, attacker)

@@ -73,6 +73,12 @@ ORACLE = "submissions/oracle"  # its DOLFINx solvers build a variant's solve-onl
 REDRAWS = 2
 
 
+def _again(draw: int, sep: str = ":") -> str:
+    """What a key or a folder name of the seed's ``draw``-th draw again adds (nothing for the
+    first: its keys stay those of the seeds drawn before redraws existed)."""
+    return f"{sep}{draw}" if draw else ""
+
+
 class VariantError(Exception):
     """A variant that cannot be made, or fails the checks its published record passes."""
 
@@ -120,7 +126,7 @@ def _plain_numbers(value):
 
 def transform(design: Design, seed: int, draw: int = 0) -> Design:
     """The design with its exact solution moved by the variant's map (see the module)."""
-    rng = case_rng(design.id, f"variant:{seed}" + (f":{draw}" if draw else ""))
+    rng = case_rng(design.id, f"variant:{seed}{_again(draw)}")
     params = design.geometry if design.geometry is not None else DOMAINS.get(design.domain)
     geometry = resolve_geometry({"type": design.domain, **({"geometry_params": params} if params else {})})
     box = geometry.bbox
@@ -260,7 +266,7 @@ def variant(
         if published.evaluation_metadata.solve_only is None:
             break
         # the published data hide a part: so do the variant's
-        name = f"{record_digest(published)}-{seed}" + (f"-{draw}" if draw else "")
+        name = f"{record_digest(published)}-{seed}{_again(draw, '-')}"
         folder = (parts or answers_cache() / "variant-parts") / name
         try:
             record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")
@@ -285,9 +291,8 @@ def drawn(published: CaseRecord, design: Design, seed: int, draw: int = 0) -> Ca
         return None
     # sympy's simplify takes minutes on some data with the map's floats in them: the
     # variant's data stay as derived (the same values; the checks parse them back)
-    key = f"{design.id}:variant:{seed}" + (f":{draw}" if draw else "")
     with mms.simplify_limit(0):
-        built = build_record(transform(design, seed, draw), key=key)
+        built = build_record(transform(design, seed, draw), key=f"{design.id}:variant:{seed}{_again(draw)}")
     meta = published.evaluation_metadata
     record = published.model_copy(
         update={
