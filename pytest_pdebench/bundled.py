@@ -18,6 +18,9 @@ CHECKOUT = PACKAGE.parent
 INSTALLED = PACKAGE / "_bundled"
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # what a wheel carries
 SMOKE = ("tests/cases", "smoke")  # and the smoke suite: the checkout's folder, its name in a wheel
+# and the ansatz-fit attacker, whose margin the part builds keep (live variants' too)
+ATTACKER = ("tests/data/dishonest/ansatz_fit", "attacker")
+RENAMED = dict((name, folder) for folder, name in (SMOKE, ATTACKER))  # a wheel's name: the checkout's folder
 # the upstream benchmark (CC BY 4.0): read by the builders at run time, never copied here
 UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 
@@ -44,7 +47,7 @@ def bundled(name: str, rootdir: Path | None = None) -> Path:
     the caller's message names where it looked)."""
     if rootdir is not None and (rootdir / name).exists():
         return rootdir / name
-    checkout_name = SMOKE[0] if name == SMOKE[1] else name
+    checkout_name = RENAMED.get(name, name)
     if _in_checkout() and (CHECKOUT / checkout_name).exists():
         return CHECKOUT / checkout_name
     return INSTALLED / name

@@ -382,11 +382,11 @@ def _leak_audit(args) -> int:
 
 
 def _attack_audit(args) -> int:
-    from .authoring.attack import ATTACK_MARGIN, ATTACKER, attack_audit
+    from .authoring.attack import ATTACK_MARGIN, attack_audit, attacker_path
 
-    solver = Path(args.solver) if args.solver else ATTACKER
+    solver = Path(args.solver) if args.solver else attacker_path()
     if not solver.is_file():
-        raise InputError(f"{solver}: no attacker solver there (run from the checkout, or pass --solver FILE)")
+        raise InputError(f"{solver}: no attacker solver there (pass --solver FILE)")
     return attack_audit(
         Path(args.cases),
         solver,
@@ -783,9 +783,7 @@ def _parser() -> argparse.ArgumentParser:
         solver="the attacker's solver file (a Python file with solve(case_spec))",
     )
     attack.add_argument("cases", nargs="?", default="cases", help="a case file or folder (default: cases/)")
-    attack.add_argument(
-        "--solver", help="the attacker's solver file (default: tests/data/dishonest/ansatz_fit/solver.py)"
-    )
+    attack.add_argument("--solver", help="the attacker's solver file (default: the bundled ansatz-fit attacker)")
     attack.add_argument("--margin", type=float, help="the attacker's error over tau_acc a record must keep (default 3)")
     attack.add_argument("--out", help="a JSONL file of one result per record; a rerun skips those already in it")
     attack.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")

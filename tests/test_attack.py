@@ -43,22 +43,28 @@ def test_the_audit_names_the_records_whose_answer_the_attacker_reaches(tmp_path)
     assert audit(alone, tmp_path / "alone-attacks.jsonl").returncode == 0
 
 
-def test_outside_the_checkout_the_default_attacker_is_missing_and_named(tmp_path, capsys, monkeypatch):
+def test_from_any_folder_the_default_attacker_is_the_bundled_one_and_a_missing_one_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    """The builds keep their margin wherever they run (a wheel carries the attacker as
+    _bundled/attacker); a --solver that is not there is named."""
     from pytest_pdebench import cli
+    from pytest_pdebench.authoring.attack import attacker_path, builds_attacker
 
-    monkeypatch.chdir(tmp_path)  # the default attacker is a file of the checkout
+    monkeypatch.chdir(tmp_path)
+    assert attacker_path() == REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
+    assert builds_attacker() is not None
     cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
-    assert cli.main(["attack-audit", str(cases)]) == 2
+    assert cli.main(["attack-audit", str(cases), "--solver", "nowhere/solver.py"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("pdebench attack-audit: tests/data/dishonest/ansatz_fit/solver.py: no attacker solver")
-    assert "pass --solver FILE" in err
+    assert err.startswith("pdebench attack-audit: nowhere/solver.py: no such file or folder; pass the attacker's")
 
 
 def test_beside_another_thread_the_attacker_runs_in_a_fresh_interpreter(tmp_path):
     """A fork of a threaded process may deadlock: the same result from a new interpreter."""
     import threading
 
-    from pytest_pdebench.authoring.attack import ATTACKER, attack, load_attacker
+    from pytest_pdebench.authoring.attack import attack, load_attacker
     from pytest_pdebench.cases import CaseRecord
 
     record = CaseRecord.model_validate(record_dict())  # no part: the attacker reaches the answer
@@ -66,7 +72,7 @@ def test_beside_another_thread_the_attacker_runs_in_a_fresh_interpreter(tmp_path
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        result = attack(load_attacker(REPO / ATTACKER), record, tmp_path)
+        result = attack(load_attacker(), record, tmp_path)
     finally:
         release.set()
         other.join()

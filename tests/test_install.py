@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_pdebench.testing import REPO
+from pytest_pdebench.testing import REPO, record_dict, write_jsonl
 
 pytestmark = [pytest.mark.slow, pytest.mark.fem]
 
@@ -51,7 +51,8 @@ def test_the_wheel_carries_what_a_run_needs(installed):
     where = run(installed / "python", "-c", "import pytest_pdebench.bundled as b; print(b.bundled('cases'))", cwd="/")
     cases = Path(where.stdout.strip())
     assert not cases.is_relative_to(REPO) and (cases / "suite.jsonl").is_file() and (cases / "schema.json").is_file()
-    for name in ("calibrations/dolfinx", "guides/DOLFINX_GUIDE.md", "submissions/oracle/dolfinx", "containers"):
+    for name in ("calibrations/dolfinx", "guides/DOLFINX_GUIDE.md", "submissions/oracle/dolfinx", "containers",
+                 "attacker/solver.py"):  # fmt: skip
         assert (cases.parent / name).exists(), name
 
 
@@ -79,6 +80,16 @@ def test_the_installed_command_finds_the_bundled_cases_and_guides(installed, tmp
     done = run(installed / "pdebench", "prompt", CASE, "--library", "dolfinx", cwd=tmp_path)
     guide = (REPO / "guides" / "DOLFINX_GUIDE.md").read_text().splitlines()[0].lstrip("# ").strip()
     assert CASE not in done.stderr and guide in done.stdout
+
+
+def test_the_installed_command_runs_the_attacker_the_builds_keep_their_margin_from(installed, tmp_path):
+    """The wheel carries the ansatz-fit attacker (_bundled/attacker): live variants' parts and
+    `pdebench attack-audit` keep its margin from an empty folder too (a toy record without a
+    part: the attacker reaches its answer)."""
+    cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
+    run(installed / "pdebench", "attack-audit", str(cases), "--out", "rows.jsonl", cwd=tmp_path)
+    row = json.loads((tmp_path / "rows.jsonl").read_text())
+    assert row["case_id"] == "poisson_basic" and row["error"] < 1e-8, row
 
 
 # issue 46: a solver that looks for the answer key the wheel carries (the cases, with their

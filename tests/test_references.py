@@ -209,9 +209,9 @@ def test_a_load_whose_solution_the_data_span_is_refused(tmp_path):
     """A Dirichlet eigenfunction as the load on the unit square: the solution is a multiple of
     it, which the ansatz-fit attacker finds with no solve; the build refuses the record (a
     Gaussian load on the L-shape it keeps, with the attacker's margin recorded)."""
-    from pytest_pdebench.authoring.attack import ATTACK_MARGIN, WITHIN, checkout_attacker
+    from pytest_pdebench.authoring.attack import ATTACK_MARGIN, WITHIN, builds_attacker
 
-    attacker = checkout_attacker()
+    attacker = builds_attacker()
     record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))
     record.evaluation_metadata.reference_path = None
     kept = build_reference(record, tmp_path / "kept", ORACLE / "dolfinx", attacker)

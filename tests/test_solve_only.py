@@ -233,29 +233,44 @@ def _attacker_margin(record, folder) -> float:
 def test_a_part_the_attacker_comes_too_close_to_is_built_larger(built, tmp_path, monkeypatch):
     """The attacker's rule: a part it fits within ATTACK_MARGIN x tau_acc is built again with
     the scale that margin lacks (the attacker's miss grows with the part), and the margin it
-    then keeps is recorded with the build."""
-    from pytest_pdebench.authoring.attack import checkout_attacker
+    then keeps is recorded with the build: against the looser of the record's tau_acc and the
+    one its baseline's error with the part will bring once calibrated."""
+    from pytest_pdebench.authoring.attack import builds_attacker
 
     first, first_folder, first_outcome = built
     reached = _attacker_margin(first, first_folder)
     monkeypatch.setattr(solve_only, "ATTACK_MARGIN", 1.5 * reached)  # the first build falls short of it
     record = small_record()
-    outcome = solve_only.build_part(record, tmp_path, ORACLE / "dolfinx", checkout_attacker())
+    outcome = solve_only.build_part(record, tmp_path, ORACLE / "dolfinx", builds_attacker())
     assert outcome.kept, outcome.reason
     part = record.evaluation_metadata.solve_only
     assert part.share > 1.3 * first_outcome.share and outcome.scale > 1.3 * first_outcome.scale
     assert part.build["attack_margin"] == outcome.attack_margin >= 1.5 * reached
-    assert _attacker_margin(record, tmp_path) == pytest.approx(outcome.attack_margin, rel=0.05)
+    tau = record.evaluation_metadata.thresholds["dolfinx"].tau_acc
+    after = max(tau, *solve_only._taus_after(record, outcome.measured_ratio))
+    assert ansatz_fit_error(record, tmp_path) / after == pytest.approx(outcome.attack_margin, rel=0.05)
 
 
 def test_a_part_the_attacker_stays_close_to_is_not_kept(tmp_path, monkeypatch, dolfinx_available):
     """Where no part within the share's bounds gets the attacker far enough, the record keeps
     none (build-suite then deals another) and is left as it was."""
-    from pytest_pdebench.authoring.attack import WITHIN, checkout_attacker
+    from pytest_pdebench.authoring.attack import WITHIN, builds_attacker
 
     monkeypatch.setattr(solve_only, "ATTACK_MARGIN", 1e4)
     record = small_record()
     before = record.model_dump_json()
-    outcome = solve_only.build_part(record, tmp_path, ORACLE / "dolfinx", checkout_attacker())
+    outcome = solve_only.build_part(record, tmp_path, ORACLE / "dolfinx", builds_attacker())
     assert not outcome.kept and outcome.reason.startswith(WITHIN), outcome.reason
     assert record.model_dump_json() == before and record.evaluation_metadata.solve_only is None
+
+
+def test_a_live_variants_part_names_the_rule_it_was_built_under(monkeypatch):
+    """A variant's part is cached under a name with the rule's digest: after the rule changes
+    (a larger margin, another attacker), a part built before is not served but built again."""
+    before = solve_only.part_rule()
+    solve_only.part_rule.cache_clear()
+    monkeypatch.setattr(solve_only, "ATTACK_MARGIN", 2 * solve_only.ATTACK_MARGIN)
+    try:
+        assert solve_only.part_rule() != before
+    finally:
+        solve_only.part_rule.cache_clear()

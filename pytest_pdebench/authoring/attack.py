@@ -27,11 +27,11 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import gates, metrics
+from ..bundled import ATTACKER, bundled
 from ..cases import CaseRecord, agent_view
 from ..grid import EvalGrid, valid_mask
 from ..reference import reference_fields
 
-ATTACKER = Path("tests/data/dishonest/ansatz_fit/solver.py")  # relative to the checkout
 # what a record keeps between the attacker and its tau_acc: the attacker's error at 1.5-2 x
 # tau_acc on many Burgers records of the first converted suite meant that a fit with a few
 # more terms would pass them
@@ -58,9 +58,16 @@ class Attack:
         return asdict(self)
 
 
-def load_attacker(path: Path = ATTACKER) -> ModuleType:
+def attacker_path() -> Path:
+    """The attacker's solver file: the checkout's tests/data/dishonest/ansatz_fit/solver.py,
+    or a wheel's copy of it (bundled.ATTACKER)."""
+    return bundled(ATTACKER[1]) / "solver.py"
+
+
+def load_attacker(path: Path | None = None) -> ModuleType:
     """The attacker's module, imported once: each record forks from this process, so its
     imports (sympy, numpy) are paid once per audit, not per record."""
+    path = path or attacker_path()
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no attacker solver there (run from the checkout, or pass its path)")
     spec = importlib.util.spec_from_file_location("ansatz_fit_attacker", path)
@@ -70,15 +77,15 @@ def load_attacker(path: Path = ATTACKER) -> ModuleType:
     return module
 
 
-def checkout_attacker(log=None) -> ModuleType | None:
-    """The attacker of the checkout this package runs from, or None from an installed wheel
-    (the attacker is a test solver, not shipped): builds then go without its rule, and
+def builds_attacker(log=None) -> ModuleType | None:
+    """The attacker the builds keep their margin from (``attacker_path``), or None where the
+    package has none (an sdist built without it): builds then go without its rule, and
     ``log`` is told so."""
-    path = Path(__file__).resolve().parents[2] / ATTACKER
+    path = attacker_path()
     if path.is_file():
         return load_attacker(path)
     if log:
-        log("no attacker here (an installed package): this build goes without its margin")
+        log(f"no attacker at {path}: this build goes without its margin")
     return None
 
 
@@ -191,7 +198,7 @@ def read_attacks(path: Path) -> dict[str, dict]:
 
 def attack_audit(
     cases: Path,
-    solver: Path = ATTACKER,
+    solver: Path | None = None,
     margin: float = ATTACK_MARGIN,
     out: Path | None = None,
     families: list[str] | None = None,

@@ -33,7 +33,7 @@ from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
-from .attack import ATTACK_MARGIN, attack, checkout_attacker, within_reason
+from .attack import ATTACK_MARGIN, attack, builds_attacker, within_reason
 from .refinement import run_oracle
 
 LEVELS = (0.5, 1.0, 2.0)
@@ -161,7 +161,7 @@ def build_references(
         and (not families or r.family in families)
     ]
     log(f"{len(todo)} records of {path} need a numerical reference")
-    attacker = checkout_attacker(log) if todo else None
+    attacker = builds_attacker(log) if todo else None
     kept = 0
     for index, record in enumerate(todo, start=1):
         outcome = build_reference(record, path.parent, oracle_dir, attacker)

@@ -85,13 +85,30 @@ NONLINEAR = ("burgers", "navier_stokes")
 # ATTACK_MARGIN x tau_acc of is built again, larger by what that margin lacks (its miss grows
 # about as the part: the fit of u_m stays, the part's share of what it cannot fit grows), aimed
 # ATTACK_AIM over; at most ATTACK_TRIES times, and no larger than ATTACK_MAX_SHARE of u_m
-# (u_m stays the main part of the solution; the baseline's RATIO_CAP still holds the difficulty)
-ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE = 1.05, 2, 0.3
+# (u_m stays the main part of the solution; the baseline's RATIO_CAP still holds the difficulty);
+# three tries: the attacker fits some of a larger part too (seen: ns_re20_circle_015 at 2.996
+# after two)
+ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE = 1.05, 3, 0.3
 NONLINEAR_MARGIN = 1.1  # the nonlinear part's share is aimed this far over the smallest (the response is not linear)
 VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
 COORDS = (x, y, z)
 WAVES = 2
 ORACLE_FAILED = "oracle failed"  # a reason of its own: the oracle, not the record, failed  # oblique waves in F
+
+
+@functools.cache
+def part_rule() -> str:
+    """A digest of what a part's build follows besides its record: the rule's constants and
+    the attacker's source. A live variant's cached part carries it in its folder's name, so a
+    part built under another rule (a smaller margin, say) is not served but built again."""
+    from .attack import attacker_path
+
+    attacker = attacker_path()
+    constants = (MIN_TAUS, MAX_SHARE, RATIO_BUDGET, RATIO_CAP, AFTER_MARGIN, REFERENCE_SHARE, LEVELS, FINER_LEVELS,
+                 ATTACK_MARGIN, ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE, NONLINEAR_MARGIN, WAVES)  # fmt: skip
+    digest = hashlib.sha256(repr(constants).encode())
+    digest.update(attacker.read_bytes() if attacker.is_file() else b"no attacker")
+    return digest.hexdigest()[:8]
 
 
 def case_rng(case_id: str, purpose: str) -> np.random.Generator:
@@ -375,6 +392,10 @@ def _out_of_reach(record, original, case_dir: Path, oracle_dir: Path, attacker, 
     that were kept). The record ends as the last kept build, or as ``original`` if none holds."""
     for attempt in range(ATTACK_TRIES + 1):
         found = attack(attacker, record, case_dir, record.supported_libraries[0])
+        if found.margin is not None and found.error is not None and outcome.measured_ratio:
+            # the part raises e_base, and tau_acc with it, once the record is calibrated again:
+            # the margin against the looser of now and then (seen: 6 of 47 fell under it)
+            found.margin = min(found.margin, found.error / max(_taus_after(record, outcome.measured_ratio)))
         outcome.attack_margin = found.margin
         kept_part = record.evaluation_metadata.solve_only
         assert kept_part is not None  # a kept build wrote it
@@ -458,8 +479,6 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
     (its DOLFINx setting; None for a record without one): its error grows over RATIO_CAP,
     or the share falls under SOLVE_ONLY_TAUS x the tau_acc the grown errors bring (each
     library's e_base moved by the DOLFINx ratio). Sets ``outcome.measured_ratio``."""
-    from ..calibration import accuracy_threshold
-
     setting, thresholds = _setting(record), record.evaluation_metadata.thresholds
     if setting is None or "dolfinx" not in thresholds:
         return None
@@ -473,11 +492,7 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
             f"{BASELINE_CANNOT_CARRY[0]} {ratio:.2f} x with the part (at most {RATIO_CAP:g} x: "
             "the thresholds come from it)"
         )
-    config = record.evaluation_config
-    after = max(
-        accuracy_threshold(t.e_base * ratio, config.alpha_acc, config.tau_min, config.tau_max)
-        for t in thresholds.values()
-    )
+    after = max(_taus_after(record, ratio))
     if min(outcome.share, outcome.miss) < SOLVE_ONLY_TAUS * AFTER_MARGIN * after:
         return (
             f"{BASELINE_CANNOT_CARRY[1]}: share {outcome.share:.2g}, miss "
@@ -485,6 +500,18 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
             f"once the baseline's error grows {ratio:.2f} x"
         )
     return None
+
+
+def _taus_after(record: CaseRecord, ratio: float) -> list[float]:
+    """The tau_acc of each of the record's tracks once its e_base grows ``ratio`` x (each
+    library's baseline moved by the DOLFINx one's ratio)."""
+    from ..calibration import accuracy_threshold
+
+    config = record.evaluation_config
+    return [
+        accuracy_threshold(t.e_base * ratio, config.alpha_acc, config.tau_min, config.tau_max)
+        for t in record.evaluation_metadata.thresholds.values()
+    ]
 
 
 def _store(record, case_dir: Path, field, scale: float, delta: np.ndarray, valid, outcome, checks: dict) -> None:
@@ -552,7 +579,7 @@ def build_parts(
     their part taken off and built anew. Every build keeps the checkout's attacker
     ATTACK_MARGIN x tau_acc away (``build_part``). Returns (kept, tried)."""
     from ..cases import iter_case_file
-    from .attack import checkout_attacker
+    from .attack import builds_attacker
 
     parts = Path(out) / "parts"
     parts.mkdir(parents=True, exist_ok=True)
@@ -576,7 +603,7 @@ def build_parts(
     ]  # the shard before what is built: two processes never share a record
     todo = [record for record in candidates if retry_it(parts / f"{record.id}.json", retry)]
     log(f"{len(todo)} records to build")
-    attacker = checkout_attacker(log) if todo else None
+    attacker = builds_attacker(log) if todo else None
     kept = 0
     for index, record in enumerate(todo, start=1):
         outcome = build_part(record, Path(out), oracle_dir, attacker)
@@ -727,10 +754,10 @@ def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle
 
 def _build_one(folder: Path, oracle_dir: Path) -> None:
     """The child of variant_part: FOLDER/record.json's part into FOLDER (part.json, references/)."""
-    from .attack import checkout_attacker
+    from .attack import builds_attacker
 
     record = CaseRecord.model_validate_json((folder / "record.json").read_text())
-    outcome = build_part(record, folder, oracle_dir, checkout_attacker())
+    outcome = build_part(record, folder, oracle_dir, builds_attacker())
     if outcome.reason.startswith(ORACLE_FAILED):  # not kept as the record's answer: another try may do
         raise SystemExit(outcome.reason)
     _write_entry(folder / "part.json", record, outcome)

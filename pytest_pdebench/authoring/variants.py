@@ -48,7 +48,7 @@ from ..placement import NoCalibration, NotVaried
 from ..validation import static_problems
 from . import mms
 from .hiding import case_rng
-from .solve_only import PartNotKept, SolveOnlyError, variant_part
+from .solve_only import PartNotKept, SolveOnlyError, part_rule, variant_part
 from .starter import DOMAINS, Design, build_record
 from .suite import suite_designs
 
@@ -266,7 +266,7 @@ def variant(
         if published.evaluation_metadata.solve_only is None:
             break
         # the published data hide a part: so do the variant's
-        name = f"{record_digest(published)}-{seed}{_again(draw, '-')}"
+        name = f"{record_digest(published)}-{seed}{_again(draw, '-')}-{part_rule()}"
         folder = (parts or answers_cache() / "variant-parts") / name
         try:
             record = variant_part(record, published, folder, oracle_dir or bundled(ORACLE) / "dolfinx")

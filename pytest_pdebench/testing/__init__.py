@@ -395,7 +395,7 @@ def ansatz_fit_error(record, case_dir: Path, library: str = "dolfinx") -> float:
     from ..authoring.attack import attack, load_attacker
 
     result = attack(
-        load_attacker(REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"),
+        load_attacker(),
         record,
         case_dir,
         library,
