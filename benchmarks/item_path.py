@@ -2,7 +2,7 @@
 module, measured on one real item (a toy numpy solver on poisson_basic, DOLFINx track,
 bubblewrap, the warm runner, one timed run) in this process.
 
-    .venv/bin/python benchmarks/item_path.py [--list]
+    .venv/bin/python benchmarks/item_path.py [--list] [--paired | --sibling | --model]
 
 A profiler watches every call into the package while the item runs; a call *carries the
 item* when one of its arguments (``self`` aside: the record's and the plan's own methods
@@ -18,6 +18,7 @@ most 25 moves and 8 climbs).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import tomllib
@@ -114,20 +115,31 @@ def main() -> int:
         action="store_true",
         help="the oracle on a suite record (poisson_smooth_kappa_annulus_000), paired, with --pde-sibling",
     )
+    parser.add_argument(
+        "--model",
+        action="store_true",
+        help="the solver drafted by a model: a scripted OpenAI-compatible server on loopback, the real client",
+    )
     args = parser.parse_args()
     from pytest_pdebench.testing import toy_cases
+    from pytest_pdebench.testing.llm_server import ScriptedServer
 
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, ScriptedServer() as server:
         cases, solvers = toy_cases(Path(folder), "dolfinx", {"poisson_path": TOY})
+        source = [f"--pde-submissions={solvers}"]
         options = ["--pde-baseline=paired"] if args.paired else []
+        if args.model:
+            os.environ["PDEBENCH_ITEM_PATH_KEY"] = "loopback"
+            source = ["--pde-model=scripted-correct", f"--pde-base-url={server.url}",
+                      "--pde-api-key-env=PDEBENCH_ITEM_PATH_KEY"]  # fmt: skip
         if args.sibling:
             cases, solvers = Path(folder) / "one.jsonl", REPO / "submissions" / "oracle"
             line = next(x for x in (REPO / "cases" / "suite.jsonl").open() if '"poisson_smooth_kappa_annulus_000"' in x)
             cases.write_text(line)
-            options = ["--pde-baseline=paired", "--pde-sibling"]
+            source, options = [f"--pde-submissions={solvers}"], ["--pde-baseline=paired", "--pde-sibling"]
         watch = PathWatch()
         code = pytest.main(
-            [str(cases), f"--pde-submissions={solvers}", "--pde-library=dolfinx", "--pde-runs=1",
+            [str(cases), *source, "--pde-library=dolfinx", "--pde-runs=1",
              f"--pde-calibrations={Path(folder) / 'calibrations'}", f"--pde-output={Path(folder) / 'out'}",
              "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "-p", "no:xdist", *options],
             plugins=[watch],
