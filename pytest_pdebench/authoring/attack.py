@@ -69,7 +69,7 @@ def load_attacker(path: Path | None = None) -> ModuleType:
     imports (sympy, numpy) are paid once per audit, not per record."""
     path = path or attacker_path()
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no attacker solver there (run from the checkout, or pass its path)")
+        raise FileNotFoundError(f"{path}: no attacker solver there (pass its path)")
     spec = importlib.util.spec_from_file_location("ansatz_fit_attacker", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

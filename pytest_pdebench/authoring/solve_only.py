@@ -392,10 +392,10 @@ def _out_of_reach(record, original, case_dir: Path, oracle_dir: Path, attacker, 
     that were kept). The record ends as the last kept build, or as ``original`` if none holds."""
     for attempt in range(ATTACK_TRIES + 1):
         found = attack(attacker, record, case_dir, record.supported_libraries[0])
-        if found.margin is not None and found.error is not None and outcome.measured_ratio:
+        if found.margin is not None and outcome.measured_ratio:  # a margin: an error and thresholds
             # the part raises e_base, and tau_acc with it, once the record is calibrated again:
             # the margin against the looser of now and then (seen: 6 of 47 fell under it)
-            found.margin = min(found.margin, found.error / max(_taus_after(record, outcome.measured_ratio)))
+            found.margin = min(found.margin, (found.error or 0.0) / max(_taus_after(record, outcome.measured_ratio)))
         outcome.attack_margin = found.margin
         kept_part = record.evaluation_metadata.solve_only
         assert kept_part is not None  # a kept build wrote it
@@ -576,7 +576,7 @@ def build_parts(
     i-th), each into ``OUT/parts/<id>.json`` (the updated record, or why it was not kept)
     and ``OUT/references/``. A record with a part file already is skipped, so an interrupted
     build resumes; ``assemble`` writes the case file. The records named in ``again`` have
-    their part taken off and built anew. Every build keeps the checkout's attacker
+    their part taken off and built anew. Every build keeps the bundled attacker
     ATTACK_MARGIN x tau_acc away (``build_part``). Returns (kept, tried)."""
     from ..cases import iter_case_file
     from .attack import builds_attacker
