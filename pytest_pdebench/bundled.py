@@ -30,6 +30,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("PDEBENCH_CACHE") or Path.home() / ".cache" / "pytest-pdebench")
 
 
+def baselines_folder() -> Path:
+    """This machine's kept runtime baselines (kept_baselines.py): ``$PDEBENCH_BASELINES``, else
+    under the cache root (a test suite points it at a folder of its own)."""
+    return Path(os.environ.get("PDEBENCH_BASELINES") or cache_root() / "baselines")
+
+
 def answers_cache() -> Path:
     """Answers the harness builds at run time (live variants' solve-only parts): under the
     cache root, hidden from every run as the bundled answer key is."""

@@ -416,16 +416,6 @@ def _judged(
         )
     if plan.paired_because and verdict.baseline is not None:
         verdict.baseline["paired_because"] = plan.paired_because
-    if plan.keep is not None and verdict.baseline is not None and verdict.baseline.get("t_base"):
-        verdict.baseline["kept"] = plan.keep(
-            {
-                "e_base": verdict.baseline["error"],
-                "t_base": verdict.baseline["t_base"],
-                "timed_runs": verdict.baseline["timed_runs"],
-                "t_first_run": verdict.baseline["t_first_run"],
-                "compile_sec": None if verdict.baseline.get("compile_cached") else verdict.baseline["compile_sec"],
-            }
-        )
     verdict.write(item_dir)
     return verdict
 

@@ -86,6 +86,7 @@ def pytest_report_header(config: pytest.Config):
         f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
         f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
         f"pdebench: cases {meta['cases']} ({run.case_count} records)",
+        *([run.timing.local_line()] if run.times_baselines() else []),
         *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
     ]
 
@@ -251,6 +252,24 @@ def _nothing_selected(session, run) -> str | None:
             more = f" and {len(named) - 3} more" if len(named) > 3 else ""
             hint += f"; the cases it names are not on the {tracks} track: {', '.join(elsewhere)}{more}"
     return hint
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist controller: the folder its workers share for the baseline pass (baseline_pass.py)."""
+    folder = _run(node.config).pass_folder()
+    if folder is not None:
+        node.workerinput["pdebench_pass"] = str(folder)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    """The items' loop, after this machine's missing baselines are timed (--pde-baseline=local)."""
+    option = session.config.option
+    if option.collectonly or (session.testsfailed and not option.continue_on_collection_errors):
+        return (yield)
+    with _run(session.config).items_phase(session):
+        return (yield)
 
 
 def pytest_unconfigure(config):

@@ -167,7 +167,8 @@ def _baseline(opt, validate: bool) -> str:
             "--pde-variants and --pde-sibling evaluate a submission on fresh cases: they do not go with "
             "--pde-calibrate or --pde-validate (`pdebench variants` writes variants to validate)"
         )
-    baseline = opt.pde_baseline or ("paired" if opt.pde_variants is not None else "stored")
+    default = "stored" if opt.pde_calibrate or validate or getattr(opt, "pde_cluster", None) else "local"
+    baseline = opt.pde_baseline or ("paired" if opt.pde_variants is not None else default)
     if baseline == "stored" and opt.pde_variants is not None:
         raise pytest.UsageError("--pde-variants: a variant has no stored calibration; its baseline is paired")
     if baseline in ("paired", "local") and (opt.pde_calibrate or validate):

@@ -82,15 +82,18 @@ class Placement:
         if seed is not None:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
-        thresholds, executor, oracle, stored, keep, paired_because = None, None, None, None, None, ""
+        thresholds, executor, oracle, stored, paired_because = None, None, None, None, ""
         local_oracle = None
         notes: list[str] = []
         if self.settings.baseline == "local" and not self.settings.calibrate:
-            thresholds, oracle, executor, keep, paired_because, local_oracle = self._local(
-                record, library, fingerprint, machine
-            )
-            if seed is None:  # shown beside the kept or paired thresholds
-                stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
+            try:
+                thresholds, oracle, executor, paired_because, local_oracle = self._local(record, library, fingerprint)
+            except NoSubmission as exc:  # no oracle to time here: the stored calibration, said as a warning
+                thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
+                notes.append(f"{record.id}[{library}]: t_base from the {thresholds.source}: {exc}")
+            else:
+                if seed is None:  # shown beside the kept or paired thresholds
+                    stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
         elif seed is not None or self.settings.baseline == "paired":
             oracle, executor = self._paired(record, library, machine)
             if seed is None and self.cluster is None:  # shown beside the paired thresholds
@@ -120,25 +123,21 @@ class Placement:
             stored=stored,
             sibling=self._sibling_check(published, library, case_dir, machine),
             notes=tuple(notes),
-            keep=keep,
             local_oracle=local_oracle,
             paired_because=paired_because,
         )
 
-    def _local(self, record: CaseRecord, library: str, fingerprint: str, machine: str | None):
+    def _local(self, record: CaseRecord, library: str, fingerprint: str):
         """--pde-baseline=local: (thresholds of a baseline this machine timed that fits, or
-        None with the oracle to pair, its executor, what keeps its figures, why it is paired;
-        and the oracle's fingerprint either way)."""
+        None with the oracle to pair, its executor and why it is paired; and the oracle's
+        fingerprint either way). The session times what it lacks before its items run
+        (baseline_pass.py), so an item is paired only when that timing was not kept."""
         local = cast(LocalBaselines, self.local)  # the session gives one with this option
-        try:
-            oracle = self.oracle(record, library)
-        except NoSubmission as exc:
-            raise NoCalibration(f"no paired baseline: {exc}") from None
+        oracle = self.oracle(record, library)  # raises NoSubmission
         found, why = local.local_thresholds(record, library, fingerprint, oracle.fingerprint)
         if found is not None:
-            return found, None, None, None, "", oracle.fingerprint
-        keeper = local.keeper(record, library, fingerprint, oracle.fingerprint)
-        return None, oracle, None, keeper, why, oracle.fingerprint
+            return found, None, None, "", oracle.fingerprint
+        return None, oracle, None, why, oracle.fingerprint  # paired: a timing beside a submission is not kept
 
     def _sibling_check(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None

@@ -45,10 +45,7 @@ class ItemPlan:
     oracle: Submission | None = None
     stored: ResolvedThresholds | None = None
     sibling: SiblingCheck | None = None  # --pde-sibling: judged after a PASS (evaluation.py)
-    # --pde-baseline=local, an item paired because no baseline of this machine fits yet: keeps
-    # the paired oracle's figures for the next sessions (kept_baselines.py); returns what it did
-    keep: Callable[[dict], str] | None = None
-    paired_because: str = ""  # ... and why no baseline of this machine fitted
+    paired_because: str = ""  # --pde-baseline=local, an item paired: why no baseline of this machine fitted
     # --pde-baseline=local: the oracle whose timings on this machine judge the item, paired now or
     # kept; what a resumed verdict's thresholds must match (an item paired before an interruption
     # finds its own timing kept on resume: the same baseline, not a new one)

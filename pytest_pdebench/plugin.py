@@ -106,9 +106,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--pde-baseline",
         choices=("stored", "paired", "local"),
-        help="'stored' (default without --pde-variants): thresholds from calibrations/; 'paired': the oracle "
-        "runs beside each submission on the same worker, its error and time set the thresholds; 'local': a "
-        "baseline this machine timed (kept from an earlier paired item), else paired now and kept",
+        help="'local' (the default): baselines this machine timed, kept between sessions; items that have "
+        "none are timed first, the oracle alone, before any submission runs; 'stored' (the default with "
+        "--pde-cluster): thresholds from calibrations/; 'paired' (with --pde-variants): the oracle runs "
+        "beside each submission on the same worker, its error and time set the thresholds",
     )
     group.addoption(
         "--pde-oracle",

@@ -102,16 +102,13 @@ def llm_usage(verdicts: list[dict]) -> str | None:
 
 
 def t_base_origins(verdicts: list[dict]) -> str | None:
-    """One line: whose timing the items' t_base is (verdict ``t_base_from``), and how many
-    paired timings were kept for the next sessions (``--pde-baseline=local``)."""
+    """One line: whose timing the items' t_base is (verdict ``t_base_from``)."""
     origins = Counter(str(v["t_base_from"]) for v in verdicts if v.get("t_base_from"))
     if not origins:
         return None
-    kept_now = sum(1 for v in verdicts if ((v.get("baseline") or {}).get("kept") or "").startswith("kept"))
-    names = {"kept": "kept from earlier sessions here", "paired": "paired now", "stored": "stored (this machine)",
-             "stored elsewhere": "stored (measured on another machine)"}  # fmt: skip
-    shown = ", ".join(f"{n} {names.get(origin, origin)}" for origin, n in origins.most_common())
-    return f"t_base: {shown}" + (f"; {kept_now} paired timings kept for the next sessions" if kept_now else "")
+    names = {"kept": "kept (this machine's timing of the oracle)", "paired": "paired now",
+             "stored": "stored (this machine)", "stored elsewhere": "stored (measured on another machine)"}  # fmt: skip
+    return "t_base: " + ", ".join(f"{n} {names.get(origin, origin)}" for origin, n in origins.most_common())
 
 
 def resumed_line(verdicts: list[dict]) -> str | None:

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from .attempts import run_attempts
-from .bundled import cache_root
+from .baseline_pass import BaselinePass, Coordination, ProgressWatch, submissions_running
+from .bundled import baselines_folder
 from .calibration import CalibrationStore, machine_key, now_iso
 from .cases import CaseRecord
 from .containers import image_digest
@@ -85,6 +90,7 @@ class PdeRun:
     cluster: Cluster | None = None  # --pde-cluster: the runs happen on its workers
     shard: Shard | None = None  # --pde-shard: this run's part of the selection
     shard_info: dict | None = None  # which part, of what selection (shards.merge_reports checks it)
+    _pass_folder: Path | None = field(default=None, repr=False)  # xdist controller: the workers' baseline pass
 
     def __post_init__(self):
         vary = None
@@ -95,7 +101,7 @@ class PdeRun:
             vary = LiveVariants(oracle / "dolfinx" if oracle else None).of
         kept = None
         if self.settings.baseline == "local":
-            kept = KeptBaselines(cache_root() / "baselines", self.store.machine_for)
+            kept = KeptBaselines(baselines_folder(), self.store.machine_for)
         self.timing = RunConditions(
             self.settings, self.store, self.cluster.size if self.cluster else workers(self.config), kept
         )
@@ -150,6 +156,44 @@ class PdeRun:
                 )
         return written
 
+    def times_baselines(self) -> bool:
+        """--pde-baseline=local: this machine's missing baselines are timed before the items."""
+        return self.settings.baseline == "local" and not self.settings.calibrate
+
+    def pass_folder(self) -> Path | None:
+        """xdist controller: the folder its workers share for the baseline pass (made once)."""
+        if self.times_baselines() and self._pass_folder is None:
+            self._pass_folder = Path(tempfile.mkdtemp(prefix="pytest-pdebench-baselines-"))
+        return self._pass_folder
+
+    @contextmanager
+    def items_phase(self, session: pytest.Session) -> Iterator[None]:
+        """Around the items' loop: first this machine's missing baselines, timed while no
+        submission runs (baseline_pass.py); then the items, with this process counted among
+        those running submissions on the machine. An xdist controller runs no item: it shows
+        its workers' progress on the baselines."""
+        writer = self.config.get_terminal_writer()
+        if self.config.pluginmanager.hasplugin("dsession"):
+            watch = ProgressWatch(self._pass_folder, writer.line) if self._pass_folder else None
+            try:
+                yield
+            finally:
+                if watch is not None:
+                    watch.stop()
+            return
+        if self.times_baselines():
+            given = getattr(self.config, "workerinput", {})  # an xdist worker's
+            shared, coordination = given.get("pdebench_pass"), None
+            if shared:
+                worker = given.get("workerid", "gw0")
+                coordination = Coordination(Path(shared), worker, workers(self.config))
+            BaselinePass(self, writer.line, coordination).time_all(session.items)
+        if self.settings.calibrate or self.validate:
+            yield  # the oracle's own runs: nothing a kept baseline must be kept from
+            return
+        with submissions_running():
+            yield
+
     def prefetch(self, items) -> None:
         """--pde-cluster: send the runs of the collected items ahead (scheduling.py)."""
         if self.ahead is not None:
@@ -158,6 +202,8 @@ class PdeRun:
     def close(self) -> None:
         if self.cluster is not None:
             self.cluster.close()
+        if self._pass_folder is not None:
+            shutil.rmtree(self._pass_folder, ignore_errors=True)
 
     def missing_track(self, library: str) -> str | None:
         """Why a library's items cannot run at all (they are "not run"), or None: its runtime

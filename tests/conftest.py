@@ -17,6 +17,20 @@ import pytest
 from pytest_pdebench.testing import REQUIRE_CONTAINERS, REQUIRE_RUNTIMES, dask_installed, missing, starter_records
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_kept_baselines(tmp_path_factory):
+    """This machine's kept baselines (--pde-baseline=local) are the user's: the tests, and the
+    pytest runs they start (which inherit it), keep theirs in a folder of their own. A fixture,
+    not an import-time setting: a benchmark run from the checkout imports this file too."""
+    before = os.environ.get("PDEBENCH_BASELINES")
+    os.environ["PDEBENCH_BASELINES"] = str(tmp_path_factory.mktemp("kept-baselines"))
+    yield
+    if before is None:
+        os.environ.pop("PDEBENCH_BASELINES", None)
+    else:
+        os.environ["PDEBENCH_BASELINES"] = before
+
+
 @pytest.fixture(scope="session")
 def bwrap_available():
     if shutil.which("bwrap") is None:

@@ -90,7 +90,7 @@ def gate_run(request, tmp_path_factory):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *parallel, f"--pde-library={library}",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
-         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}",
+         f"--pde-calibrations={root / 'calibrations'}", "--pde-baseline=stored", f"--pde-output={root / 'out'}",
          "--json-report", f"--json-report-file={report}", f"--pde-report={root / 'tables'}", "-rA", *extra],
         cwd=root, capture_output=True, text=True, timeout=600)
     return GateRun(outcomes_from_report(report), done.stdout, root, done.returncode, extra)
@@ -179,7 +179,7 @@ def test_resume_reuses_finished_verdicts(gate_run):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--pde-library={library}", "--pde-resume",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}", "-k", "exact or slow",
-         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'out'}", "-q", *options],
+         f"--pde-calibrations={root / 'calibrations'}", "--pde-baseline=stored", f"--pde-output={root / 'out'}", "-q", *options],
         cwd=root, capture_output=True, text=True, timeout=300)
     assert "1 failed, 1 passed" in done.stdout
     # a re-run rewrites its item folder; reused verdicts are left as they were
@@ -203,7 +203,7 @@ def test_regating_stored_numbers_equals_a_real_run_with_other_alphas(gate_run):
     subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--pde-library=dolfinx",
          f"--pde-cases={root / 'cases.jsonl'}", f"--pde-submissions={root / 'solvers'}",
-         f"--pde-calibrations={root / 'calibrations'}", f"--pde-output={root / 'loose'}", "--pde-alpha-acc=50",
+         f"--pde-calibrations={root / 'calibrations'}", "--pde-baseline=stored", f"--pde-output={root / 'loose'}", "--pde-alpha-acc=50",
          "--pde-alpha-time=5", "--json-report", f"--json-report-file={report}", "-q"],
         cwd=root, capture_output=True, text=True, timeout=600)
     real = {row["case_id"]: row["outcome"] for row in load_run(report).rows}

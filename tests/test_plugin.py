@@ -24,8 +24,9 @@ def suite(pytester):
 
 
 def options(cases, *extra):
+    """A run judged by the test's calibrations (--pde-baseline=stored: no oracle timed first)."""
     return ["-p", "no:cacheprovider", f"--pde-cases={cases}", f"--pde-submissions={ORACLE}",
-            f"--pde-calibrations={cases.parent / 'calib'}", *extra]
+            f"--pde-calibrations={cases.parent / 'calib'}", "--pde-baseline=stored", *extra]
 
 
 def collected_ids(result) -> list[str]:
@@ -159,7 +160,7 @@ def test_duplicate_ids_fail_collection(pytester, suite):
 def test_missing_calibration_is_an_error_naming_the_fix(pytester, suite, dolfinx_available):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-cases={suite}", f"--pde-submissions={ORACLE}",
                                 f"--pde-calibrations={pytester.path / 'empty'}", "--pde-library=dolfinx",
-                                "-k", "poisson_circle")
+                                "--pde-baseline=stored", "-k", "poisson_circle")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no calibration for case 'poisson_circle' on dolfinx*pdebench calibrate*"])
 

@@ -246,6 +246,10 @@ def run_track(
     report = tmp_path / f"report-{library}.json"
     if not any(arg.startswith("--pde-runs") for arg in extra):
         extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
+    if not any(
+        arg.startswith(("--pde-baseline", "--pde-variants", "--pde-calibrate", "--pde-validate")) for arg in extra
+    ):
+        extra = (*extra, "--pde-baseline=stored")  # nor the oracle timed first on this machine
     done = subprocess.run(
         [
             *(launcher or [sys.executable]),
