@@ -37,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 from .bundled import baselines_folder
 from .calibration import case_fingerprint
 from .evaluation import BaselineFailure, evaluate
+from .kept_baselines import PASS_RUNS
 from .libraries import RuntimeMissing
 from .plan import ItemPlan
 from .reference import missing_case_data
@@ -285,7 +286,7 @@ class BaselinePass:
         except NoSubmission as exc:
             return f"not timed: {exc}"
         fingerprint = case_fingerprint(record, library)
-        settings = dataclasses.replace(run.settings, calibrate=True, resume=False)
+        settings = dataclasses.replace(run.settings, calibrate=True, resume=False, runs=PASS_RUNS)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
         busy = others_running()
         try:

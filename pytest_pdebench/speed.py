@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from .calibration import KERNEL_STORE, ResolvedThresholds
-from .kept_baselines import BaselineKey, KeptBaselines, conditions_key, kept_thresholds
+from .kept_baselines import PASS_RUNS, BaselineKey, KeptBaselines, conditions_key, kept_thresholds
 
 if TYPE_CHECKING:
     from .calibration import CalibrationStore
@@ -156,7 +156,8 @@ class RunConditions:
     # ---- --pde-baseline=local: this machine's baselines (kept_baselines.py) ----
 
     def _key(self, record: CaseRecord, library: str, fingerprint: str, oracle: str) -> BaselineKey:
-        return BaselineKey(record.id, fingerprint, oracle, conditions_key(self.of(library)))
+        conditions = {**self.of(library), "oracle_runs": PASS_RUNS}  # how many runs a kept t_base averages
+        return BaselineKey(record.id, fingerprint, oracle, conditions_key(conditions))
 
     def local_thresholds(
         self, record: CaseRecord, library: str, fingerprint: str, oracle: str
