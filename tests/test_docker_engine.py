@@ -160,6 +160,7 @@ def model_run_in_containers(image: str, tmp_path, model: str, *extra: str) -> di
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
              f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-model={model}", f"--pde-base-url={server.url}",
              "--pde-api-key-env=PDEBENCH_TEST_KEY", f"--pde-calibrations={tmp_path / 'calibrations'}",
+             "--pde-baseline=stored",
              f"--pde-output={tmp_path / 'out'}", f"--pde-llm-cache={tmp_path / 'cache'}", "--pde-sandbox=docker",
              "--json-report", f"--json-report-file={report}", *extra],
             cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PDEBENCH_TEST_KEY": "k"})
@@ -197,7 +198,7 @@ def test_ctrl_c_leaves_no_container_and_keeps_finished_work(engine, dolfinx_imag
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
                f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
                f"--pde-calibrations={tmp_path / 'calibrations'}", f"--pde-output={tmp_path / 'out'}",
-               "--pde-sandbox=docker"]
+               "--pde-sandbox=docker", "--pde-baseline=stored"]
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 180
