@@ -246,9 +246,10 @@ class BaselinePass:
             coordination.begin(len(wanted))
         try:
             if wanted and coordination is None:
+                count = f"{len(wanted)} items have" if len(wanted) > 1 else "1 item has"
                 self.say(
-                    f"pdebench: {len(wanted)} items have no baseline of this machine yet: the oracle is timed "
-                    "on them first, alone (once; kept for the next sessions)"
+                    f"pdebench: {count} no baseline of this machine yet: the oracle is timed on them first, "
+                    "alone (once; kept for the next sessions)"
                 )
             started, last, kept = time.monotonic(), time.monotonic(), 0
             for number, item in enumerate(wanted, 1):
