@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
 from .bundled import baselines_folder
-from .calibration import case_fingerprint
+from .calibration import baseline_figures, case_fingerprint
 from .evaluation import BaselineFailure, evaluate
 from .kept_baselines import PASS_RUNS
 from .libraries import RuntimeMissing
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .cases import CaseRecord
     from .evaluation import Settings
     from .placement import Placement
+    from .sources import Submission
     from .speed import RunConditions
 
 BARRIER_POLL_SEC = 0.5
@@ -63,7 +64,7 @@ def runs_lock() -> Path:
 
 @contextmanager
 def submissions_running() -> Iterator[None]:
-    """This process's share of RUNS_LOCK while its items run."""
+    """This process's share of ``runs.lock`` while its items run."""
     path = runs_lock()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
@@ -72,7 +73,7 @@ def submissions_running() -> Iterator[None]:
 
 
 def others_running() -> bool:
-    """Whether some session's submissions run on this machine now (RUNS_LOCK is held)."""
+    """Whether some session's submissions run on this machine now (``runs.lock`` is held)."""
     path = runs_lock()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
@@ -86,11 +87,12 @@ def others_running() -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Wanted:
-    """An item whose oracle timing this machine lacks."""
+    """An item whose oracle timing this machine lacks, with the oracle's solver for it."""
 
     record: CaseRecord
     library: str
     case_dir: Path
+    oracle: Submission
 
     @property
     def name(self) -> str:
@@ -229,7 +231,7 @@ class BaselinePass:
                 record, library, case_fingerprint(record, library), oracle.fingerprint
             )
             if thresholds is None:
-                found.append(Wanted(record, library, item.path.parent))
+                found.append(Wanted(record, library, item.path.parent, oracle))
         return found
 
     def time_all(self, items) -> None:
@@ -281,11 +283,7 @@ class BaselinePass:
 
     def time_one(self, item: Wanted) -> str:
         """Time the oracle on ``item`` and keep its figures if nothing else ran; says what became of them."""
-        run, record, library = self.run, item.record, item.library
-        try:
-            oracle = run.placement.oracle(record, library)
-        except NoSubmission as exc:
-            return f"not timed: {exc}"
+        run, record, library, oracle = self.run, item.record, item.library, item.oracle
         fingerprint = case_fingerprint(record, library)
         settings = dataclasses.replace(run.settings, calibrate=True, resume=False, runs=PASS_RUNS)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
@@ -301,11 +299,4 @@ class BaselinePass:
             return f"not kept: the oracle's run {verdict.outcome}: {verdict.reason or verdict.calibration_problem}"
         if busy:
             return "not kept: another session ran submissions on this machine meanwhile"
-        figures = {
-            "e_base": verdict.e_base,
-            "t_base": verdict.t_base,
-            "timed_runs": verdict.timed_runs,
-            "t_first_run": verdict.t_first_run,
-            "compile_sec": None if verdict.compile_cached else verdict.compile_sec,
-        }
-        return run.timing.keep(record, library, fingerprint, oracle.fingerprint, figures)
+        return run.timing.keep(record, library, fingerprint, oracle.fingerprint, baseline_figures(verdict.to_dict()))

@@ -282,6 +282,18 @@ class CalibrationStore:
         return path
 
 
+def baseline_figures(verdict: dict) -> dict:
+    """What a baseline keeps of the oracle's verdict (a calibration entry, a kept timing)."""
+    return {
+        "e_base": verdict["e_base"],
+        "t_base": verdict["t_base"],
+        "t_first_run": verdict["t_first_run"],
+        "timed_runs": verdict["timed_runs"],
+        # compiled tracks: the build, where it was not a cache's (the compile flag's base)
+        "compile_sec": None if verdict.get("compile_cached") else verdict.get("compile_sec"),
+    }
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 

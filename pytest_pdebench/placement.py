@@ -87,7 +87,7 @@ class Placement:
         notes: list[str] = []
         if self.settings.baseline == "local" and not self.settings.calibrate:
             try:
-                thresholds, oracle, executor, paired_because, local_oracle = self._local(record, library, fingerprint)
+                thresholds, oracle, paired_because, local_oracle = self._local(record, library, fingerprint)
             except NoSubmission as exc:  # no oracle to time here: the stored calibration, said as a warning
                 thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
                 notes.append(f"{record.id}[{library}]: t_base from the {thresholds.source}: {exc}")
@@ -129,15 +129,15 @@ class Placement:
 
     def _local(self, record: CaseRecord, library: str, fingerprint: str):
         """--pde-baseline=local: (thresholds of a baseline this machine timed that fits, or
-        None with the oracle to pair, its executor and why it is paired; and the oracle's
+        None with the oracle to pair and why it is paired; and the oracle's
         fingerprint either way). The session times what it lacks before its items run
         (baseline_pass.py), so an item is paired only when that timing was not kept."""
         local = cast(LocalBaselines, self.local)  # the session gives one with this option
         oracle = self.oracle(record, library)  # raises NoSubmission
         found, why = local.local_thresholds(record, library, fingerprint, oracle.fingerprint)
         if found is not None:
-            return found, None, None, "", oracle.fingerprint
-        return None, oracle, None, why, oracle.fingerprint  # paired: a timing beside a submission is not kept
+            return found, None, "", oracle.fingerprint
+        return None, oracle, why, oracle.fingerprint  # paired: a timing beside a submission is not kept
 
     def _sibling_check(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None

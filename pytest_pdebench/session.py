@@ -22,7 +22,7 @@ import pytest
 from .attempts import run_attempts
 from .baseline_pass import BaselinePass, Coordination, ProgressWatch, submissions_running
 from .bundled import baselines_folder
-from .calibration import CalibrationStore, machine_key, now_iso
+from .calibration import CalibrationStore, baseline_figures, machine_key, now_iso
 from .cases import CaseRecord
 from .containers import image_digest
 from .evaluation import Settings, Verdict
@@ -132,12 +132,7 @@ class PdeRun:
             store = self.placement.store_for(machine)
             entries = {
                 v["case_id"]: {
-                    "e_base": v["e_base"],
-                    "t_base": v["t_base"],
-                    "t_first_run": v["t_first_run"],
-                    "timed_runs": v["timed_runs"],
-                    # compiled tracks: the build, where it was not a cache's (the compile flag's base)
-                    "compile_sec": None if v.get("compile_cached") else v.get("compile_sec"),
+                    **baseline_figures(v),
                     "fingerprint": v["case_fingerprint"],
                     "solver_info": v["solver_info"],
                     "runtime_version": v["runtime_version"],

@@ -160,7 +160,8 @@ def test_timeout_option_kills_a_slow_run_as_f_exec(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "--pde-timeout=2",
          f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 's'}",
-         f"--pde-calibrations={tmp_path / 'none'}", f"--pde-output={tmp_path / 'out'}", "-q"],
+         f"--pde-calibrations={tmp_path / 'none'}", f"--pde-output={tmp_path / 'out'}", "-q",
+         "--pde-baseline=stored"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "F-Exec: timed out after 2." in done.stdout, done.stdout[-2000:]
 

@@ -79,7 +79,7 @@ def test_a_session_running_submissions_is_seen_by_every_other(tmp_path, monkeypa
 
 def test_workers_share_out_the_timings_and_wait_for_each_other(tmp_path):
     record = next(r for _, _, r in load_cases(REPO / "cases") if r.id == CASE)
-    items = [Wanted(record, library, tmp_path) for library in ("dolfinx", "firedrake", "dealii")]
+    items = [Wanted(record, library, tmp_path, None) for library in ("dolfinx", "firedrake", "dealii")]
     order: list[str] = []
 
     def worker(name: str, pause: float) -> None:
