@@ -367,11 +367,19 @@ def _seed(text: str) -> int:
 
 
 def _variants(args) -> int:
+    import fnmatch
+
     from .authoring.variants import write_variants
 
     families = set(args.family or [])
     output = Path(args.output or f"reports/variants/seed-{args.seed}.jsonl")
-    return write_variants(Path(args.cases), args.seed, output, (lambda r: r.family in families) if families else None)
+
+    def selected(record) -> bool:
+        return (not families or record.family in families) and (
+            not args.match or fnmatch.fnmatch(record.id, args.match)
+        )
+
+    return write_variants(Path(args.cases), args.seed, output, selected)
 
 
 def _leak_audit(args) -> int:
@@ -761,6 +769,9 @@ def _parser() -> argparse.ArgumentParser:
     varied.add_argument("cases", nargs="?", default=_shipped("cases"), help="a case file or folder (default: cases/)")
     varied.add_argument("--seed", type=_seed, required=True)
     varied.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
+    varied.add_argument(
+        "--match", metavar="PATTERN", help="only ids matching this shell pattern (biharmonic_*_00[0-4])"
+    )
     varied.add_argument("--output", help="the JSONL file to write (default: reports/variants/seed-S.jsonl)")
 
     audit = _command(

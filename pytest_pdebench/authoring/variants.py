@@ -396,7 +396,7 @@ def write_variants(
     loaded = load_cases(cases)
     records = [record for _, _, record in loaded if select is None or select(record)]
     if not records:
-        log(f"pdebench variants: no record of {cases} is selected (--family): nothing to vary")
+        log(f"pdebench variants: no record of {cases} is selected (--family, --match): nothing to vary")
         return 1
     case_dir = Path(cases) if Path(cases).is_dir() else Path(cases).parent
     parts = output.parent / f"{output.stem}.parts"  # beside the file: the variants' solve-only parts
