@@ -36,7 +36,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 from .bundled import baselines_folder
 from .calibration import baseline_figures, case_fingerprint
-from .evaluation import BaselineFailure, evaluate
+from .evaluation import BaselineFailure, baseline_settings, evaluate
 from .kept_baselines import PASS_RUNS
 from .libraries import RuntimeMissing
 from .plan import ItemPlan
@@ -285,7 +285,7 @@ class BaselinePass:
         """Time the oracle on ``item`` and keep its figures if nothing else ran; says what became of them."""
         run, record, library, oracle = self.run, item.record, item.library, item.oracle
         fingerprint = case_fingerprint(record, library)
-        settings = dataclasses.replace(run.settings, calibrate=True, resume=False, runs=PASS_RUNS)
+        settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
         busy = others_running()
         try:

@@ -308,11 +308,18 @@ def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunT
     )
 
 
+def baseline_settings(settings: Settings) -> Settings:
+    """How the oracle runs for a baseline beside a session's items (paired, or timed first
+    and kept): at the record's calibration setting, as a calibration runs it, within the
+    case's own time limit (a --pde-timeout bounds the submissions, not their baseline)."""
+    return dataclasses.replace(settings, calibrate=True, timeout_sec=None)
+
+
 def _oracle_task(plan: ItemPlan, oracle: Submission, settings: Settings) -> RunTask:
     """The paired oracle's runs: the item's task with the oracle's solver, given the
     record's calibration setting as a calibration run is (the baseline at the paper's
     difficulty), in the same sandbox and runner."""
-    return run_task(dataclasses.replace(plan, oracle=None), oracle, dataclasses.replace(settings, calibrate=True))
+    return run_task(dataclasses.replace(plan, oracle=None), oracle, baseline_settings(settings))
 
 
 def evaluate(

@@ -44,7 +44,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, as the paper)"
     )
     group.addoption(
-        "--pde-timeout", type=float, metavar="SECONDS", help="per-run timeout, overrides the cases' timeout_sec"
+        "--pde-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-run timeout of the submission's runs, overrides the cases' timeout_sec "
+        "(the oracle's baseline runs keep the case's)",
     )
     group.addoption("--pde-alpha-acc", type=float, metavar="A", help="accuracy multiplier (default: case, 10)")
     group.addoption("--pde-alpha-time", type=float, metavar="A", help="runtime multiplier (default: case, 3)")

@@ -171,3 +171,19 @@ def test_a_user_s_habits_work_with_the_installed_plugin(installed, tmp_path):
                               "--pde-cases=smoke", "-k", "poisson_basic"],
                              cwd=project, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert nothing.returncode == 1 and "not run: 1 item" in nothing.stdout, nothing.stdout[-2000:]
+
+
+def test_an_installed_plugin_runs_the_firedrake_track_on_the_provisioned_runtime(installed, firedrake_available,
+                                                                                 tmp_path):
+    """The design's headline use from the wheel: `--pde-library=firedrake` finds the runtime
+    `pdebench provision firedrake` built (the cache root is the machine's, not the checkout's)."""
+    done = subprocess.run(
+        [installed / "pytest", "--pde-submissions=oracle", "--pde-library=firedrake", "--pde-cases=smoke",
+         "-k", "poisson_basic", "--pde-runs=1", "--pde-baseline=stored", "-p", "no:cacheprovider",
+         "--json-report", "--json-report-file=report.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    tests = json.loads((tmp_path / "report.json").read_text())["tests"]
+    verdicts = [t["metadata"]["pde"] for t in tests if t.get("metadata", {}).get("pde")]
+    assert [(v["case_id"], v["library"], v["outcome"]) for v in verdicts] == [("poisson_basic", "firedrake", "PASS")]

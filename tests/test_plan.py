@@ -162,3 +162,17 @@ def test_an_item_sent_ahead_on_a_cluster_is_planned_once(tmp_path, monkeypatch):
         plan = ahead.plan_of("poisson_basic", "dolfinx", None)
     assert plan is not None and placement.calls == 1
     assert ahead.plan_of("poisson_basic", "dolfinx", None) is None  # taken once
+
+
+def test_the_baseline_beside_an_item_runs_within_the_case_s_time_limit_not_the_user_s(tmp_path):
+    """--pde-timeout bounds the submission's runs; the oracle timed beside them (paired, or
+    first and kept) runs at its calibration setting within the case's own limit."""
+    from pytest_pdebench.evaluation import baseline_settings, run_task
+
+    settings = Settings(output_dir=tmp_path, timeout_sec=5)
+    task = run_task(plan_of(tmp_path, oracle=SOLVER), SOLVER, settings)
+    case_limit = record().evaluation_config.timeout_sec
+    assert case_limit != 5
+    assert task.limits.timeout_sec == 5 and task.baseline.limits.timeout_sec == case_limit
+    assert task.baseline.calibration_setting is not None
+    assert baseline_settings(settings).timeout_sec is None and baseline_settings(settings).calibrate
