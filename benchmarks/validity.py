@@ -185,7 +185,12 @@ def live_options(variants: int | None, baseline: str | None, select: int | None,
         options += ["-k", " or ".join(selected(library, select))]
     if only:
         suffix += f"-{only.stem}"
-        options += ["-k", " or ".join(only.read_text().split())]
+        listed = only.read_text().split()
+        suite = {record.id for _, _, record in load_cases(REPO / "cases")}
+        gone = [case for case in listed if case not in suite]
+        if gone:  # a list kept from an earlier suite: say what no longer runs
+            print(f"{only}: {len(gone)} of {len(listed)} ids are not in the suite now: {' '.join(gone)}")
+        options += ["-k", " or ".join(listed)]
     if hog:
         suffix += f"-hog{hog}"
         options.append(f"{HOG}{hog}")
