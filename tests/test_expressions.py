@@ -1,9 +1,21 @@
+import ast
 import math
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pytest_pdebench.expressions import ExpressionError, check_expression, evaluate, evaluate_vector, parse_expression
+from pytest_pdebench.expressions import (
+    ExpressionError,
+    _convert,
+    _whitelisted,
+    check_expression,
+    evaluate,
+    evaluate_vector,
+    parse_expression,
+)
 
 
 def test_values_match_numpy():
@@ -64,3 +76,29 @@ def test_syntax_error_names_the_expression():
 def test_booleans_are_not_expressions():
     with pytest.raises(ExpressionError):
         parse_expression(True)
+
+
+# pieces of expressions, most allowed, some not: names, calls, operators, containers, attributes
+PIECES = ["x", "y", "t", "u", "pi", "e", "2", "0.5", "1e-3", "True", "1j", "'s'", "sin(", "atan2(", "max(",
+          "foo(", "sin", "(", ")", ",", "+", "-", "*", "/", "**", "^", "%", "//", "<", " if ", " else ", "[",
+          "]", ".real", "*x", "**x", "x=1", "lambda: ", "not ", "~"]
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=12), st.sampled_from([(), ("u",)]))
+def test_the_flat_whitelist_accepts_what_the_recursive_one_does(pieces, allow):
+    """check_expression's one pass over the tree agrees with _convert (the whitelist that
+    guards every sympy tree) on every string that parses, accepted or refused."""
+    source = "".join(pieces)
+    try:
+        with warnings.catch_warnings():  # "2if": Python warns of the literal, then parses it
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        return
+    try:
+        _convert(tree, source, allow, build=False)
+        accepted = True
+    except ExpressionError:
+        accepted = False
+    assert _whitelisted(tree, allow) == accepted, source
