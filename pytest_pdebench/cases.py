@@ -8,6 +8,8 @@ Only ``agent_view(record, library)`` may cross into a prompt or a sandbox: it ho
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 import json
 import math
 import os
@@ -16,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .domains import DomainError, resolve_geometry
+from .expression_syntax import UNKNOWN_NAMES, ExpressionError, check_expression
 from .vocabulary import CONSTRUCTION_METHODS, DOMAIN_TYPES, FAMILIES, LIBRARIES, MATH_TYPES
 
 # the names live in vocabulary.py (the plugin's markers read them without pydantic)
@@ -277,7 +280,7 @@ class CaseRecord(Strict):
         return value
 
     @model_validator(mode="after")
-    def _cross_field_checks(self):
+    def _cross_field_checks(self, info: ValidationInfo):
         spec = self.case_spec
         family = self.pde_classification.equation_family
         if spec.pde.type != family:
@@ -308,12 +311,12 @@ class CaseRecord(Strict):
             )
         if method == "reference_numerical" and not self.evaluation_metadata.reference_config:
             raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
-        from . import expressions  # sympy: loaded with the first record, not with the plugin
-
+        if info.context and info.context.get(EXPRESSIONS_CHECKED):
+            return self  # a case file checked whole before (file_checked_before)
         for where, value in self.expressions():
             try:
-                expressions.check_expression(value, allow=("u",) if where in UNKNOWN_ALLOWED else ())
-            except expressions.ExpressionError as exc:
+                check_expression(value, allow=UNKNOWN_NAMES if where in UNKNOWN_ALLOWED else ())
+            except ExpressionError as exc:
                 raise ValueError(f"{where}: {exc}") from None
         return self
 
@@ -384,9 +387,9 @@ def _format_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def parse_record(data: Any, path: Path, line: int) -> CaseRecord:
+def parse_record(data: Any, path: Path, line: int, context: dict | None = None) -> CaseRecord:
     try:
-        return CaseRecord.model_validate(data)
+        return CaseRecord.model_validate(data, context=context)
     except ValidationError as exc:
         error = exc
     # the schema is the models' own (strict, no extra keys; a test keeps them agreeing), so
@@ -402,24 +405,79 @@ def _record_id(data: Any) -> str:
     return repr(data.get("id")) if isinstance(data, dict) and "id" in data else "(no id)"
 
 
+EXPRESSIONS_CHECKED = "expressions_checked"  # a validation context's key: this record's expressions were
+
+
+@functools.cache
+def _checks_version() -> str:
+    """What a record's load checks are: the code of the expression whitelist and of the models."""
+    from . import expression_syntax
+
+    digest = hashlib.sha256()
+    for module in (expression_syntax.__file__, __file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _checked_marker(content: bytes) -> Path:
+    from .bundled import cache_root
+
+    digest = hashlib.sha256(content).hexdigest()[:32]
+    return cache_root() / "checked-cases" / f"{digest}-{_checks_version()}"
+
+
 def iter_case_lines(path: Path) -> Iterator[tuple[int, str | None, CaseRecord | CaseFileError]]:
     """Yield (line number, id if readable, record or the error) for each non-blank line,
-    without stopping at a bad one (validation reports each record on its own)."""
+    without stopping at a bad one (validation reports each record on its own).
+
+    Checking the expressions of every record is most of a load (the suite's 200,000 syntax
+    nodes): a file whose every record passed, byte for byte under the same checks, is marked
+    in the cache and its expressions are not walked again (the models' other checks still
+    run; and every expression is checked again where it is turned into sympy, so the marker
+    saves time only, never a check on what a run computes)."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        for line_no, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield line_no, None, CaseFileError(path, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})")
-                continue
-            case_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
-            try:
-                yield line_no, case_id, parse_record(data, path, line_no)
-            except CaseFileError as exc:
-                yield line_no, case_id, exc
+    content = path.read_bytes()
+    marker = _checked_marker(content)
+    checked_before = marker.is_file()
+    context = {EXPRESSIONS_CHECKED: True} if checked_before else None
+    clean = True
+    # read as open() reads text (newlines \n, \r\n or \r), not str.splitlines (which also splits at
+    # the separators a JSON string may hold, U+2028 say)
+    for line_no, text in enumerate(io.StringIO(content.decode("utf-8"), newline=None), start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            clean = False
+            yield line_no, None, CaseFileError(path, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})")
+            continue
+        case_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+        try:
+            record = parse_record(data, path, line_no, context)
+        except CaseFileError as exc:
+            clean = False
+            yield line_no, case_id, exc
+            continue
+        yield line_no, case_id, record
+    if clean and not checked_before:
+        _mark_checked(marker)
+
+
+KEPT_MARKERS = 2000  # checked case files remembered (an empty file each; a test suite writes many)
+
+
+def _mark_checked(marker: Path) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        markers = list(marker.parent.iterdir())
+        if len(markers) > KEPT_MARKERS:  # the oldest half goes
+            markers.sort(key=lambda path: path.stat().st_mtime)
+            for old in markers[: len(markers) // 2]:
+                old.unlink(missing_ok=True)
+    except OSError:  # a read-only cache, another process pruning: the next load checks again
+        pass
 
 
 def iter_case_file(path: Path) -> Iterator[tuple[int, CaseRecord]]:

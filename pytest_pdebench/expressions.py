@@ -1,11 +1,8 @@
-"""Safe parsing of the math expressions found in case records.
+"""The math expressions of case records as sympy expressions, and their values on points.
 
-Case records carry expressions such as ``"sin(pi*x)*exp(-t)"``. They come from
-files anyone can contribute, so they are never handed to ``eval`` (which sympy's
-own ``sympify``/``parse_expr`` use underneath). Instead the string is parsed by
-Python's ``ast`` module and only a whitelist of node types, names and functions
-is turned into a sympy expression. Evaluation on arrays goes through
-``sympy.lambdify`` on that trusted tree.
+A record's expression is checked against the whitelist of expression_syntax.py (never
+``eval``, which sympy's own ``sympify`` uses underneath) and only then built into a sympy
+tree; evaluation on arrays goes through ``sympy.lambdify`` on that trusted tree.
 """
 
 from __future__ import annotations
@@ -13,46 +10,28 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Sequence
-from typing import cast
 
 import numpy as np
 import sympy as sp
 
+from .expression_syntax import (  # noqa: F401 - the checks' names, for the modules that build
+    FUNCTION_NAMES,
+    MAX_EXPRESSION_LENGTH,
+    ExpressionError,
+    ExpressionLike,
+    Number,
+    check_expression,
+)
+
 x, y, z, t = sp.symbols("x y z t", real=True)
 COORDINATES = {"x": x, "y": y, "z": z, "t": t}
-# the unknown itself, allowed only where a record asks for a function of it (reaction terms)
 u = sp.Symbol("u", real=True)
 UNKNOWNS = {"u": u}
 
 CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
 
-FUNCTIONS = {
-    name: getattr(sp, name)
-    for name in (
-        "sin",
-        "cos",
-        "tan",
-        "exp",
-        "log",
-        "sqrt",
-        "sinh",
-        "cosh",
-        "tanh",
-        "atan",
-        "asin",
-        "acos",
-        "atan2",
-        "Abs",
-        "sign",
-        "Max",
-        "Min",
-    )
-}
-FUNCTIONS["abs"] = sp.Abs
-FUNCTIONS["max"] = sp.Max
-FUNCTIONS["min"] = sp.Min
-FUNCTIONS["arctan"] = sp.atan
-FUNCTIONS["arctan2"] = sp.atan2
+_SPELLINGS = {"abs": "Abs", "max": "Max", "min": "Min", "arctan": "atan", "arctan2": "atan2"}
+FUNCTIONS = {name: getattr(sp, _SPELLINGS.get(name, name)) for name in FUNCTION_NAMES}
 
 _BINARY = {
     ast.Add: lambda a, b: a + b,
@@ -62,69 +41,25 @@ _BINARY = {
     ast.Pow: lambda a, b: a**b,
 }
 
-MAX_EXPRESSION_LENGTH = 20_000
 
-Number = int | float
-ExpressionLike = str | Number
-
-
-class ExpressionError(ValueError):
-    """An expression in a case record that is not a valid, safe math expression."""
-
-
-def _convert(node: ast.AST, source: ExpressionLike, allow: tuple[str, ...] = (), build: bool = True) -> sp.Expr | None:
-    """The sympy expression of a parsed tree, after the whitelist; ``build=False`` only
-    checks the whitelist (cheap: building sympy trees of long boundary data is not)."""
-    if isinstance(node, ast.Expression):
-        return _convert(node.body, source, allow, build)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+def _build(node: ast.expr) -> sp.Expr:
+    """The sympy expression of a tree check_expression accepted."""
+    if isinstance(node, ast.Constant):
         # floats stay floats: 0.5 must not become the rational 1/2 silently, but
         # the value is exact either way for evaluation in float64
-        if not build:
-            return None
         return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(repr(node.value))
     if isinstance(node, ast.Name):
-        if node.id in COORDINATES:
-            return COORDINATES[node.id]
-        if node.id in CONSTANTS:
-            return CONSTANTS[node.id]
-        if node.id in allow:
-            return UNKNOWNS[node.id]
-        names = ", ".join(["x", "y", "z", "t", "pi", "e", *allow])
-        raise ExpressionError(f"unknown name {node.id!r} in {source!r} (allowed: {names})")
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _convert(node.left, source, allow, build), _convert(node.right, source, allow, build)
-        return _BINARY[type(node.op)](left, right) if build else None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _convert(node.operand, source, allow, build)
-        if not build:
-            return None
-        return -cast("sp.Expr", operand) if isinstance(node.op, ast.USub) else operand  # built: not None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        function = FUNCTIONS.get(node.func.id)
-        if function is None:
-            raise ExpressionError(
-                f"unknown function {node.func.id!r} in {source!r} (allowed: {', '.join(sorted(FUNCTIONS))})"
-            )
-        arguments = [_convert(arg, source, allow, build) for arg in node.args]
-        return function(*arguments) if build else None
-    raise ExpressionError(f"unsupported syntax {type(node).__name__} in {source!r}")
-
-
-def _syntax_tree(source: ExpressionLike) -> ast.Expression | None:
-    """The ast of an expression string (None for a number); raises ExpressionError."""
-    if isinstance(source, bool):
-        raise ExpressionError(f"a boolean is not an expression: {source!r}")
-    if isinstance(source, (int, float)):
-        return None
-    if not isinstance(source, str):
-        raise ExpressionError(f"expected an expression string or a number, got {type(source).__name__}")
-    if len(source) > MAX_EXPRESSION_LENGTH:
-        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
-    try:
-        return ast.parse(source.replace("^", "**"), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"cannot parse {source!r}: {exc.msg}") from None
+        for names in (COORDINATES, CONSTANTS, UNKNOWNS):
+            if node.id in names:
+                return names[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BINARY[type(node.op)](_build(node.left), _build(node.right))
+    if isinstance(node, ast.UnaryOp):
+        operand = _build(node.operand)
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return FUNCTIONS[node.func.id](*(_build(argument) for argument in node.args))
+    raise ExpressionError(f"unsupported syntax {type(node).__name__}")  # not reached: the tree was checked
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the cache entry of 1
@@ -133,18 +68,10 @@ def parse_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> sp.
 
     ``allow`` names extra symbols (only ``"u"``, the unknown) a field may use.
     """
-    tree = _syntax_tree(source)
+    tree = check_expression(source, allow)
     if tree is None:
         return sp.Float(repr(source)) if isinstance(source, float) else sp.Integer(source)
-    return _convert(tree, source, allow)
-
-
-def check_expression(source: ExpressionLike, allow: tuple[str, ...] = ()) -> None:
-    """Raise ExpressionError unless ``source`` passes parse_expression's whitelist; builds
-    no sympy tree (loading a suite checks every record's expressions this way)."""
-    tree = _syntax_tree(source)
-    if tree is not None:
-        _convert(tree, source, allow, build=False)
+    return _build(tree.body)
 
 
 def expression_to_string(expr: sp.Expr) -> str:

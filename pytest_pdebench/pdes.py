@@ -24,22 +24,9 @@ import sympy as sp
 
 from .expressions import parse_expression, t, x, y, z
 from .expressions import u as U
+from .vocabulary import EQUATIONS  # noqa: F401 - the forms below are these equations
 
 COORDS = (x, y, z)
-
-EQUATIONS = {
-    "poisson": "-div(kappa grad u) = f",
-    "heat": "u_t - div(kappa grad u) = f",
-    "helmholtz": "-lap(u) - k^2 u = f",
-    "biharmonic": "lap(lap(u)) = f",
-    "convection_diffusion": "[u_t] - epsilon lap(u) + beta . grad(u) = f",
-    "reaction_diffusion": "u_t - epsilon lap(u) + R(u) = f",
-    "burgers": "u_t + u (du/dx + du/dy [+ du/dz]) - nu lap(u) = f",
-    "wave": "u_tt - c^2 lap(u) = f",
-    "linear_elasticity": "-div(sigma(u)) = f, sigma = 2 mu eps(u) + lambda tr(eps(u)) I (plane strain from E, nu)",
-    "stokes": "-nu lap(u) + grad(p) = f, div(u) = 0",
-    "navier_stokes": "[u_t] + (u . grad) u - nu lap(u) + grad(p) = f, div(u) = 0",
-}
 
 
 # Natural boundary data: Neumann gives c du/dn, Robin gives c du/dn + alpha u, with c

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .cases import CaseRecord, agent_view
-from .pdes import EQUATIONS
+from .vocabulary import EQUATIONS
 
 LIBRARY_TITLES = {"dolfinx": "DOLFINx 0.11", "firedrake": "Firedrake 2026.10", "dealii": "deal.II 9.4"}
 GUIDE_FILES = {"dolfinx": "DOLFINX_GUIDE.md", "firedrake": "FIREDRAKE_GUIDE.md", "dealii": "DEALII_GUIDE.md"}

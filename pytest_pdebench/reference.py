@@ -9,16 +9,27 @@ named by ``evaluation_metadata.reference_path``, relative to the case file's fol
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import expressions
 from .cases import CaseRecord
 from .grid import EvalGrid
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class ReferenceError(RuntimeError):
     pass
+
+
+def _expressions() -> ModuleType:
+    """expressions.py, imported by the first manufactured reference (sympy: about a second),
+    not by the session's start: a collection, a run of stored references need none of it."""
+    from . import expressions
+
+    return expressions
 
 
 def final_time(record: CaseRecord) -> float:
@@ -35,12 +46,12 @@ def exact_array(record: CaseRecord, name: str, points: np.ndarray, when: float) 
     (the Euclidean norm of the vector entry ``u``)."""
     exact = record.evaluation_metadata.manufactured_solution or {}
     if name in exact and not isinstance(entry := exact[name], list):
-        return expressions.evaluate(entry, points, when)
+        return _expressions().evaluate(entry, points, when)
     base, _, suffix = name.rpartition("_")
     if base in exact and isinstance(vector := exact[base], list) and suffix in COMPONENT_SUFFIXES:
-        return expressions.evaluate(vector[COMPONENT_SUFFIXES[suffix]], points, when)
+        return _expressions().evaluate(vector[COMPONENT_SUFFIXES[suffix]], points, when)
     if (name.endswith("_magnitude") or name.endswith("_mag")) and isinstance(u := exact.get("u"), list):
-        return np.linalg.norm(expressions.evaluate_vector(u, points, when), axis=1)
+        return np.linalg.norm(_expressions().evaluate_vector(u, points, when), axis=1)
     raise ReferenceError(
         f"case {record.id}: the manufactured solution gives no output array {name!r} (it has {sorted(exact)})"
     )
@@ -87,8 +98,8 @@ def with_part(record: CaseRecord, name: str, points: np.ndarray, when: float, pa
     a scalar plus its one column, a component plus its column, a magnitude of the sum."""
     exact = (record.evaluation_metadata.manufactured_solution or {})["u"]
     if not isinstance(exact, list):
-        return expressions.evaluate(exact, points, when) + part[:, 0]
-    vector = expressions.evaluate_vector(exact, points, when) + part
+        return _expressions().evaluate(exact, points, when) + part[:, 0]
+    vector = _expressions().evaluate_vector(exact, points, when) + part
     suffix = name.rpartition("_")[2]
     if suffix in COMPONENT_SUFFIXES and not name.endswith(("_magnitude", "_mag")):
         return vector[:, COMPONENT_SUFFIXES[suffix]]

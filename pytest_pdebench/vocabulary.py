@@ -36,5 +36,19 @@ DOMAIN_TYPES = (
     "dumbbell",
     "periodic_square",
 )
+# each family's equation as a prompt states it (pdes.py holds the same as sympy residuals)
+EQUATIONS = {
+    "poisson": "-div(kappa grad u) = f",
+    "heat": "u_t - div(kappa grad u) = f",
+    "helmholtz": "-lap(u) - k^2 u = f",
+    "biharmonic": "lap(lap(u)) = f",
+    "convection_diffusion": "[u_t] - epsilon lap(u) + beta . grad(u) = f",
+    "reaction_diffusion": "u_t - epsilon lap(u) + R(u) = f",
+    "burgers": "u_t + u (du/dx + du/dy [+ du/dz]) - nu lap(u) = f",
+    "wave": "u_tt - c^2 lap(u) = f",
+    "linear_elasticity": "-div(sigma(u)) = f, sigma = 2 mu eps(u) + lambda tr(eps(u)) I (plane strain from E, nu)",
+    "stokes": "-nu lap(u) + grad(p) = f, div(u) = 0",
+    "navier_stokes": "[u_t] + (u . grad) u - nu lap(u) + grad(p) = f, div(u) = 0",
+}
 # each of these names is also a pytest marker (-m poisson, -m dealii, -m l_shape)
 MARKERS = (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS)

@@ -63,6 +63,31 @@ def test_semantic_checks_name_the_problem(tmp_path, change, message):
     assert str(info.value).startswith(f"{path}:2:")
 
 
+def test_a_case_file_checked_whole_is_not_walked_again_until_a_byte_changes(tmp_path, monkeypatch):
+    """The expression checks are most of a load: a file whose every record passed them is
+    marked in the cache (by its bytes and the checks' code) and loads without them; the
+    same file with one expression broken is checked, refused, and never marked."""
+    from pytest_pdebench import cases
+
+    monkeypatch.setenv("PDEBENCH_CACHE", str(tmp_path / "cache"))
+    walked = []
+    monkeypatch.setattr(cases, "check_expression", lambda source, allow=(): walked.append(source))
+    path = write_jsonl(tmp_path / "suite.jsonl", [record_dict(), record_dict("heat_basic")])
+    load_cases(path)
+    assert walked and len(list((tmp_path / "cache" / "checked-cases").iterdir())) == 1
+    walked.clear()
+    load_cases(path)
+    assert walked == []  # the same bytes: marked
+    broken = record_dict("heat_basic")
+    broken["case_spec"]["pde"]["forcing"]["value"] = "__import__('os')"
+    write_jsonl(path, [record_dict(), broken])
+    monkeypatch.undo()  # the real checks again, on the changed file
+    monkeypatch.setenv("PDEBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(CaseFileError, match=r"suite.jsonl:2: .*unknown function '__import__'"):
+        load_cases(path)
+    assert len(list((tmp_path / "cache" / "checked-cases").iterdir())) == 1  # the broken file is not marked
+
+
 def test_malformed_json_names_file_and_line(tmp_path):
     path = tmp_path / "broken.jsonl"
     path.write_text(json.dumps(record_dict()) + "\n\n{\"id\": \"x\",\n")

@@ -1,8 +1,13 @@
+import ast
 import math
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from pytest_pdebench.expression_syntax import _accepted, _refuse
 from pytest_pdebench.expressions import ExpressionError, check_expression, evaluate, evaluate_vector, parse_expression
 
 
@@ -64,3 +69,29 @@ def test_syntax_error_names_the_expression():
 def test_booleans_are_not_expressions():
     with pytest.raises(ExpressionError):
         parse_expression(True)
+
+
+# pieces of expressions, most allowed, some not: names, calls, operators, containers, attributes
+PIECES = ["x", "y", "t", "u", "pi", "e", "2", "0.5", "1e-3", "True", "1j", "'s'", "sin(", "atan2(", "max(",
+          "foo(", "sin", "(", ")", ",", "+", "-", "*", "/", "**", "^", "%", "//", "<", " if ", " else ", "[",
+          "]", ".real", "*x", "**x", "x=1", "lambda: ", "not ", "~"]
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=12), st.sampled_from([(), ("u",)]))
+def test_the_flat_whitelist_accepts_what_the_recursive_one_does(pieces, allow):
+    """The whitelist's one pass over the tree (what a load of the suite runs) agrees with its
+    recursive walk (what says where an expression is refused) on every string that parses."""
+    source = "".join(pieces)
+    try:
+        with warnings.catch_warnings():  # "2if": Python warns of the literal, then parses it
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        return
+    try:
+        _refuse(tree.body, source, allow)
+        accepted = True
+    except ExpressionError:
+        accepted = False
+    assert _accepted(tree, allow) == accepted, source
