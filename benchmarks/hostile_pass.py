@@ -28,24 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import git_revision, selected  # noqa: E402
 
 from pytest_pdebench.calibration import machine_key  # noqa: E402
+from pytest_pdebench.testing import HOSTILE_NEIGHBOUR  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
-HOSTILE = """
-import numpy as np
-def solve(case_spec):
-    try:  # its scratch space full first
-        with open("filler.bin", "wb") as out:
-            for _ in range(4096):
-                out.write(b"0" * (1 << 20))
-    except OSError:
-        pass
-    a = np.ones(16_000_000)  # then memory bandwidth, until the timeout ends the run
-    b = np.empty_like(a)
-    while True:
-        np.copyto(b, a)
-        np.copyto(a, b)
-"""
 
 
 def hostile_folder(library: str, scratch: Path) -> Path:
@@ -53,7 +39,7 @@ def hostile_folder(library: str, scratch: Path) -> Path:
     folder = scratch / "hostile"
     (folder / library).mkdir(parents=True)
     for solver in (REPO / "submissions" / "oracle" / library).glob("[!_]*.py"):
-        (folder / library / solver.name).write_text(HOSTILE)
+        (folder / library / solver.name).write_text(HOSTILE_NEIGHBOUR)
     return folder
 
 

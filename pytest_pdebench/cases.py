@@ -312,7 +312,7 @@ class CaseRecord(Strict):
         if method == "reference_numerical" and not self.evaluation_metadata.reference_config:
             raise ValueError("construction_method reference_numerical needs evaluation_metadata.reference_config")
         if info.context and info.context.get(EXPRESSIONS_CHECKED):
-            return self  # a case file checked whole before (file_checked_before)
+            return self  # its case file passed these checks whole before (iter_case_lines)
         for where, value in self.expressions():
             try:
                 check_expression(value, allow=UNKNOWN_NAMES if where in UNKNOWN_ALLOWED else ())
@@ -405,7 +405,7 @@ def _record_id(data: Any) -> str:
     return repr(data.get("id")) if isinstance(data, dict) and "id" in data else "(no id)"
 
 
-EXPRESSIONS_CHECKED = "expressions_checked"  # a validation context's key: this record's expressions were
+EXPRESSIONS_CHECKED = "expressions_checked"  # a validation context's key: the file passed the checks before
 
 
 @functools.cache

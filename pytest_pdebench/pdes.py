@@ -24,7 +24,6 @@ import sympy as sp
 
 from .expressions import parse_expression, t, x, y, z
 from .expressions import u as U
-from .vocabulary import EQUATIONS  # noqa: F401 - the forms below are these equations
 
 COORDS = (x, y, z)
 

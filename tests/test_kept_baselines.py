@@ -15,7 +15,7 @@ import pytest
 from pytest_pdebench.baseline_pass import Coordination, Wanted, others_running, progress, submissions_running
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.kept_baselines import KEPT_TOLERANCE, BaselineKey, KeptBaselines, conditions_key
-from pytest_pdebench.testing import ORACLE, REPO, run_track
+from pytest_pdebench.testing import HOSTILE_NEIGHBOUR, ORACLE, REPO, run_track
 
 CONDITIONS = conditions_key({"workers": 1, "runs": 3, "sandbox": "bubblewrap", "runner": "warm", "kernel_store": 1})
 KEY = BaselineKey("poisson_a_000", "f" * 16, "o" * 16, CONDITIONS)
@@ -165,24 +165,6 @@ def test_the_first_session_times_the_oracle_first_and_the_next_one_reuses(dolfin
     assert resumed[CASE]["resumed"] and resumed[CASE]["t_agent"] == first[CASE]["t_agent"], done.stdout[-2000:]
 
 
-# a hostile neighbour: fills its scratch space, then streams memory until its run is killed
-HOG = """
-import numpy as np
-def solve(case_spec):
-    try:
-        with open("filler.bin", "wb") as out:
-            for _ in range(4096):
-                out.write(b"0" * (1 << 20))
-    except OSError:
-        pass
-    a = np.ones(16_000_000)
-    b = np.empty_like(a)
-    while True:
-        np.copyto(b, a)
-        np.copyto(a, b)
-"""
-
-
 @pytest.mark.fem
 @pytest.mark.slow
 def test_no_submission_runs_while_the_oracle_is_timed(dolfinx_available, tmp_path, monkeypatch):
@@ -194,7 +176,7 @@ def test_no_submission_runs_while_the_oracle_is_timed(dolfinx_available, tmp_pat
     cases = case_file(tmp_path, CASE, hostile)
     folder = tmp_path / "mixed"  # the oracle's solvers, but one
     shutil.copytree(ORACLE, folder)
-    (folder / "dolfinx" / f"{hostile}.py").write_text(HOG)
+    (folder / "dolfinx" / f"{hostile}.py").write_text(HOSTILE_NEIGHBOUR)
     first = tmp_path / "first"
     first.mkdir()
     done, verdicts = run_track(first, "dolfinx", cases, folder, LOCAL, "-n", "2", "--pde-runs=1",

@@ -341,6 +341,24 @@ def loopback_listener():
 
 
 # stored runs for the report's tests: verdicts whose numbers can be checked by hand
+# a hostile neighbour: fills its scratch space, then streams memory until its run is killed
+# (tests/test_kept_baselines.py, benchmarks/hostile_pass.py)
+HOSTILE_NEIGHBOUR = """
+import numpy as np
+def solve(case_spec):
+    try:
+        with open("filler.bin", "wb") as out:
+            for _ in range(4096):
+                out.write(b"0" * (1 << 20))
+    except OSError:
+        pass
+    a = np.ones(16_000_000)
+    b = np.empty_like(a)
+    while True:
+        np.copyto(b, a)
+        np.copyto(a, b)
+"""
+
 ALPHAS = {"alpha_acc": 10.0, "alpha_time": 3.0, "tau_min": 1e-6, "tau_max": 8e-3}
 
 
