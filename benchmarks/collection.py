@@ -1,7 +1,11 @@
 """Collecting the whole suite: pytest's own "collected in" figure and the process's wall
 time and peak memory, for the bundled cases on every track. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/collection.py [--repeats 3]
+    .venv/bin/python benchmarks/collection.py [--repeats 3] [--python PATH]
+
+``--python`` collects with another interpreter (a venv with the wheel installed, as a user's
+is: ``pdebench`` and its dependencies, none of the checkout's test tools), from an empty
+folder: the bundled suite, every track. Without it, the checkout's venv in the checkout.
 """
 
 from __future__ import annotations
@@ -12,18 +16,20 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def collect_once() -> tuple[int, float, float]:
+def collect_once(python: str, folder: Path) -> tuple[int, float, float]:
     """(items, pytest's collection seconds, process wall seconds)."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           f"--pde-submissions={REPO / 'submissions' / 'oracle'}"],
-                          cwd=REPO, capture_output=True, text=True, check=True)
+    done = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           f"--pde-submissions={REPO / 'submissions' / 'oracle'}",
+                           "--pde-library=dolfinx,firedrake,dealii"],
+                          cwd=folder, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     found = re.search(r"(\d+) tests? collected in ([\d.]+)s", done.stdout)
     return int(found.group(1)), float(found.group(2)), wall
@@ -32,8 +38,11 @@ def collect_once() -> tuple[int, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--python", help="another interpreter (a user's venv), run from an empty folder")
     args = parser.parse_args()
-    figures = [collect_once() for _ in range(args.repeats)]
+    with tempfile.TemporaryDirectory() as empty:
+        folder = Path(empty) if args.python else REPO
+        figures = [collect_once(args.python or sys.executable, folder) for _ in range(args.repeats)]
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{figures[0][0]} items; collection {statistics.median(f[1] for f in figures):.2f} s "
           f"(pytest's figure, median of {args.repeats}); "

@@ -54,8 +54,9 @@ VARYING_SOLVER = EXACT_SOLVER.replace(b"np.sin(np.pi * X) * np.sin(np.pi * Y)",
                                       b"np.sin(np.pi * X) * np.sin(np.pi * Y) + 1e-9 * np.random.rand(*X.shape)")
 
 
-# e_base 1e-4, t_base 10 s: every item PASSes
-THRESHOLDS = ResolvedThresholds.from_baseline(1e-4, 10.0, 10, 3, 1e-6, 8e-3, "benchmark")
+# e_base 1e-2 (tau_acc 0.1), t_base 10 s: every item PASSes (the exact field leaves out the
+# case's solve-only part, 3% of it: the runs, not the accuracy, are what is measured here)
+THRESHOLDS = ResolvedThresholds.from_baseline(1e-2, 10.0, 10, 3, 1e-6, 1.0, "benchmark")
 
 
 def median_ms(values) -> str:
@@ -124,6 +125,7 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     record = record.model_copy(deep=True)
     record.case_spec.eval_grid.nx = record.case_spec.eval_grid.ny = grid
+    record.evaluation_metadata.solve_only = None  # stored on the case's own grid: the judging is what counts
     thresholds = THRESHOLDS
     x = y = np.linspace(0, 1, grid)
     X, Y = np.meshgrid(x, y)
@@ -176,7 +178,10 @@ def main() -> None:
     for grid in (20, 100, 200):  # 100 x 100: 534 of the suite's 645 cases
         print(f"judging {args.runs} timed runs whose outputs differ from the gated run's, {grid} x {grid} grid: "
               f"{median_ms(judging_cost(args.repeats, args.runs, grid))}")
-    solvers = {"exact numpy solver": EXACT_SOLVER}
+    # a numpy solver names no module of the track, so its runs skip the track's start-up
+    # (issue 50); the same solver importing the track pays it, as every FEM solver does
+    solvers = {"exact numpy solver": EXACT_SOLVER,
+               f"the same, importing {library}": f"import {library}  # noqa: F401\n".encode() + EXACT_SOLVER}
     if args.varying:
         solvers["outputs differing every run"] = VARYING_SOLVER
     for runner in runners:

@@ -163,6 +163,8 @@ class ItemRun:
         )
         self.kernels.store.mkdir()
         self.count, self.left_bytes = 0, 0
+        # a submission that never names the track's libraries: its runs skip their start-up
+        self.imports_track = self.track.imports_track(self.task.submission.files)
         self.executable: Path | None = None
         self.harvest: Harvest | None = None
 
@@ -206,13 +208,14 @@ class ItemRun:
         for trash in self.scratch.glob("trash-*"):
             remove_tree(trash)
         self._write_inputs(self.work)
+        solver_name = self.task.submission.solver_name
         request = self.track.run_request(
-            self.runtime, self.task.submission.solver_name, self.work, self.cache, self.task.limits
+            self.runtime, solver_name, self.work, self.cache, self.task.limits, self.imports_track
         )
         request.kernels, request.item = self.kernels.store, str(self.workspace)
         request.tmp_dir, request.harness_dir = self.tmp, self.harness
         if self.task.runner == "warm":
-            request.warm = self.track.warm_spec(self.task.submission.solver_name)
+            request.warm = self.track.warm_spec(solver_name, self.imports_track)
         self.kernels.prepare(self.cache, self.backend.paths(request)["kernels"])
         for folder in (self.work, self.cache, self.tmp):
             freeze_tree(folder)

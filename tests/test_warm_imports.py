@@ -12,23 +12,32 @@ import subprocess
 import pytest
 
 from pytest_pdebench.libraries import get_track
+from pytest_pdebench.sandbox.base import HARNESS_DIR
 
 PROGRAM = """
 import importlib, json, sys
-if sys.argv[1] == "zygote":
+deferred, harness = None, set()
+if sys.argv[1] == "zygote":  # as the zygote imports: MPI left alone, cache files deferred
     import mpi4py
     mpi4py.rc.initialize = False
+    sys.path.insert(0, sys.argv[3])
+    before = set(sys.modules)
+    import zygote
+    deferred = zygote._CacheFilesDeferred(sys.argv[2])
+    harness = set(sys.modules) - before  # the zygote's own (runner, resource, ...), not the track's
 for module in filter(None, sys.argv[2].split(",")):
     importlib.import_module(module)
+if deferred is not None:
+    deferred.done()
 from mpi4py import MPI
-print(json.dumps({"modules": sorted(sys.modules), "mpi": MPI.Is_initialized()}))
+print(json.dumps({"modules": sorted(set(sys.modules) - harness), "mpi": MPI.Is_initialized()}))
 """
 
 
 def imported(runtime, modules: str, mode: str, home) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **runtime.env}
     env = {key: value.replace("{cache}", str(home / "cache")) for key, value in env.items()}
-    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules], env=env, cwd=home,
+    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules, str(HARNESS_DIR)], env=env, cwd=home,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -45,3 +54,93 @@ def test_the_zygote_imports_a_subset_of_a_cold_run_and_leaves_no_trace(library, 
     assert list(home.iterdir()) == [], f"the zygote's imports wrote {sorted(map(str, home.rglob('*')))[:5]}"
     cold = imported(runtime, track.preload, "cold", home)
     assert set(zygote["modules"]) <= set(cold["modules"]), sorted(set(zygote["modules"]) - set(cold["modules"]))[:10]
+
+
+# ---- Runs of a submission that never names the track (issue 50) -----------------------------
+
+# the solvers below name no module of either track (the word search must not see one)
+STATE = """
+import json, sys, time
+TRACKS, MPI_NAME = ("dolf" + "inx", "fire" + "drake"), "mpi4" + "py.MPI"
+def state():
+    mpi = sys.modules.get(MPI_NAME)
+    return {"track": sorted(m for m in TRACKS if m in sys.modules),
+            "mpi": mpi.Is_initialized() if mpi is not None else None}
+"""
+PLAIN = STATE + """
+def solve(case_spec):
+    json.dump(state(), open("state.json", "w"))
+"""
+# imports the track under a name the word search cannot see: MPI must start first, inside the window
+BUILT_NAME = STATE + """
+import importlib
+def solve(case_spec):
+    before = state()
+    first = case_spec["library"] == TRACKS[0]
+    started = time.perf_counter()
+    modules = [importlib.import_module(name) for name in ([TRACKS[0], TRACKS[0] + ".mesh"] if first else [TRACKS[1]])]
+    seconds = time.perf_counter() - started
+    comm = sys.modules[MPI_NAME].COMM_WORLD
+    if first:
+        cells = modules[1].create_unit_square(comm, 4, 4).topology.index_map(2).size_local
+    else:
+        cells = modules[0].UnitSquareMesh(4, 4).num_cells()
+    json.dump({"before": before, "after": state(), "import_sec": seconds, "cells": cells}, open("state.json", "w"))
+"""
+
+
+def run_track(library: str, runtime, tmp_path, body: str, imports_track: bool, runner: str):
+    from pytest_pdebench.sandbox import Limits, get_backend
+
+    track = get_track(library)
+    work, cache = tmp_path / "work", tmp_path / "cache"
+    work.mkdir(parents=True)
+    cache.mkdir()
+    (work / "case_spec.json").write_text(json.dumps({"case_spec": {"library": library}}))
+    (work / "solver.py").write_text(body)
+    request = track.run_request(runtime, "solver.py", work, cache, Limits(timeout_sec=300), imports_track)
+    if runner == "warm":
+        request.warm = track.warm_spec("solver.py", imports_track)
+    result = get_backend("bubblewrap").run(request)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, json.loads((work / "state.json").read_text())
+
+
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+@pytest.mark.parametrize("library", ["dolfinx", "firedrake"])
+def test_only_a_submission_that_names_the_track_gets_it_before_the_clock(library, runner, request, tmp_path):
+    runtime = request.getfixturevalue(f"{library}_available")
+    track = get_track(library)
+    assert not track.imports_track({"solver.py": PLAIN.encode()})
+    _, light = run_track(library, runtime, tmp_path / "light", PLAIN, False, runner)
+    assert light["track"] == []
+    if runner == "warm":  # a cold run starts MPI with mpi4py's import (0.03 s): the zygote's modules, as it is
+        assert light["mpi"] is False
+    _, full = run_track(library, runtime, tmp_path / "full", PLAIN, True, runner)
+    assert full == {"track": [library], "mpi": True}
+
+
+@pytest.mark.parametrize("library", ["dolfinx", "firedrake"])
+def test_a_track_imported_under_a_built_name_starts_mpi_first_and_is_timed(library, request, tmp_path):
+    runtime = request.getfixturevalue(f"{library}_available")
+    assert not get_track(library).imports_track({"solver.py": BUILT_NAME.encode()})
+    result, state = run_track(library, runtime, tmp_path, BUILT_NAME, False, "warm")
+    assert state["before"] == {"track": [], "mpi": False}
+    assert state["after"] == {"track": [library], "mpi": True}
+    assert state["cells"] > 0
+    # the import was the run's own work: inside its window, and real work (not preloaded)
+    assert 0.02 < state["import_sec"] <= result.solve_sec
+
+
+def test_the_word_search_finds_the_track_wherever_the_submission_names_it():
+    from pytest_pdebench.sources.folder import ORACLE
+
+    dolfinx = get_track("dolfinx")
+    assert dolfinx.imports_track({"solver.py": b"import numpy as np\n", "helper.py": b"from dolfinx import fem\n"})
+    assert dolfinx.imports_track({"solver.py": b"import ufl.algorithms\n"})
+    assert not dolfinx.imports_track({"solver.py": b"import numpy\nname = 'dolfinxy'\n"})
+    assert not get_track("firedrake").imports_track({"solver.py": b"import dolfinx\n"})
+    for library in ("dolfinx", "firedrake"):
+        oracle = {path.name: path.read_bytes() for path in (ORACLE / library).rglob("*.py")}
+        assert oracle and get_track(library).imports_track(oracle), library
+    assert get_track("dealii").imports_track({"solver.cc": b"int main() {}"})

@@ -163,7 +163,7 @@ class DealiiTrack(Track):
             **OPEN_MPI_SINGLETON_ENV,
         }
 
-    def run_request(self, runtime, solver_name, workdir, cache_dir, limits) -> RunRequest:
+    def run_request(self, runtime, solver_name, workdir, cache_dir, limits, imports_track=True) -> RunRequest:
         argv = [runtime.python, "-I", "{harness}/runner.py", "--exec", f"./{EXECUTABLE}", "case_spec.json", "."]
         return RunRequest(
             argv,

@@ -19,6 +19,7 @@ class DolfinxTrack(PythonTrack):
     probe_modules = "mpi4py.MPI, dolfinx"
     version_expr = "dolfinx.__version__"
     preload = "mpi4py.MPI,numpy,dolfinx,dolfinx.fem.petsc,ufl,basix"
+    track_modules = ("dolfinx", "petsc4py", "mpi4py", "ufl", "basix", "ffcx")
     # what imports without initialising MPI (petsc4py, so dolfinx, initialises it at import)
     zygote_preload = "mpi4py.MPI,numpy,ufl,basix,basix.ufl,ffcx,ffcx.codegeneration.jit,cffi"
     defer_mpi = True

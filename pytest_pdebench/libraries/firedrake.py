@@ -80,11 +80,15 @@ class FiredrakeTrack(PythonTrack):
     probe_modules = "firedrake, importlib.metadata"
     version_expr = "importlib.metadata.version('firedrake')"
     preload = "mpi4py.MPI,numpy,petsc4py.PETSc,firedrake"
+    track_modules = ("firedrake", "pyop2", "tsfc", "petsc4py", "mpi4py", "ufl", "FIAT", "finat", "loopy")
     # the warm runner's zygote: all that `import firedrake` imports before PETSc starts MPI
-    # (pyop2 and tsfc do), and no more (tests/test_warm_imports.py). Not loopy: its import
-    # opens sqlite caches under $XDG_CACHE_HOME, files the zygote would create outside the
-    # sandbox and descriptors its forks would not have.
-    zygote_preload = "mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pymbolic,islpy,h5py,sympy,pyadjoint,petsc4py"
+    # (pyop2 and tsfc do), and no more (tests/test_warm_imports.py). loopy's import makes
+    # pytools' persistent dicts, which open sqlite files: the zygote makes them without,
+    # and each run opens its own (sandbox/zygote.py); pytools comes first for that.
+    zygote_preload = (
+        "mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pytools.persistent_dict,pymbolic,islpy,loopy,"
+        "h5py,sympy,pyadjoint,petsc4py"
+    )
     defer_mpi = True
     kernel_rules = KERNEL_RULES
     # not measured here (no Firedrake runtime in CI): a first run compiles a kernel per

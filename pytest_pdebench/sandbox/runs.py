@@ -12,12 +12,16 @@ from pathlib import Path
 class WarmSpec:
     """What a Python track's run needs from the warm runner: the submission's file name,
     the imports done in the run before its clock starts (``preload``) and those done once
-    in the zygote (``zygote_preload``; with ``defer_mpi`` MPI is initialised in each run)."""
+    in the zygote (``zygote_preload``; with ``defer_mpi`` MPI is initialised in each run:
+    before the clock with ``start_mpi``, else on the run's first import of a module under
+    ``mpi_on_import``, inside the timed window)."""
 
     solver: str
     preload: str
     zygote_preload: str
     defer_mpi: bool = False
+    start_mpi: bool = True
+    mpi_on_import: tuple[str, ...] = ()
 
 
 class SandboxError(RuntimeError):

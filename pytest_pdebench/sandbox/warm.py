@@ -226,6 +226,8 @@ def run(backend, request: RunRequest) -> RunResult:
     payload = {
         "solver": spec.solver,
         "preload": spec.preload,
+        "start_mpi": spec.start_mpi,
+        "mpi_on_import": list(spec.mpi_on_import),
         "limits": {
             "memory_mb": limits.memory_mb,
             "cpu_seconds": limits.cpu_seconds,

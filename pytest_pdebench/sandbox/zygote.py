@@ -27,6 +27,12 @@ MPI is not initialised in the zygote (``--defer-mpi``: mpi4py is imported with
 ``rc.initialize = False``): a forked copy of an initialised MPI library (MPICH with UCX
 here) is not something MPI supports, so each solver initialises its own before its clock
 starts, as a fresh process does.
+
+Some libraries open cache files when imported: pytools' persistent dicts (loopy's code
+caches, under Firedrake) connect to an sqlite file at construction. Imported in the zygote,
+that would be a file outside every sandbox and a connection its forks share; so while the
+zygote imports, such a dict is made without its file, and each run opens its own where the
+run's XDG_CACHE_HOME says, before its clock starts, as its own import would have.
 """
 
 import ctypes
@@ -109,6 +115,35 @@ def _apply_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def _start_mpi() -> None:
+    """MPI_Init in the run, at the thread level mpi4py would have asked for."""
+    import mpi4py
+    from mpi4py import MPI
+
+    levels = {
+        "single": MPI.THREAD_SINGLE,
+        "funneled": MPI.THREAD_FUNNELED,
+        "serialized": MPI.THREAD_SERIALIZED,
+        "multiple": MPI.THREAD_MULTIPLE,
+    }
+    MPI.Init_thread(levels.get(mpi4py.rc.thread_level, MPI.THREAD_MULTIPLE))
+
+
+class _MpiOnImport:
+    """A run whose submission names none of the track's modules starts no MPI before its
+    clock; should it import one all the same (a name built at run time), MPI starts first,
+    as it would have, and inside the timed window: the import is the submission's work."""
+
+    def __init__(self, roots):
+        self.roots = frozenset(roots)
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.roots:
+            sys.meta_path.remove(self)
+            _start_mpi()
+        return None  # the import itself goes on as usual
+
+
 def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
     """The run itself, inside the sandbox (never returns)."""
     stdout, stderr, marker = fds
@@ -132,20 +167,15 @@ def _solver(request: dict, fds: list, defer_mpi: bool) -> None:
         numpy_random = sys.modules.get("numpy.random")  # seeded once in the zygote; `random` reseeds itself
         if numpy_random is not None:
             numpy_random.seed()  # fresh entropy, as a fresh process's import draws
-        if defer_mpi:
-            import mpi4py
-            from mpi4py import MPI
-
-            levels = {
-                "single": MPI.THREAD_SINGLE,
-                "funneled": MPI.THREAD_FUNNELED,
-                "serialized": MPI.THREAD_SERIALIZED,
-                "multiple": MPI.THREAD_MULTIPLE,
-            }
-            MPI.Init_thread(levels.get(mpi4py.rc.thread_level, MPI.THREAD_MULTIPLE))
+        if defer_mpi and request.get("start_mpi", True):
+            _start_mpi()
+        elif defer_mpi:
+            sys.meta_path.insert(0, _MpiOnImport(request.get("mpi_on_import", ())))
     except BaseException as exc:  # noqa: BLE001 - a run must end here, never return into the zygote's loop
         runner._fail(f"PDEBENCH: the warm runner could not start the run: {exc!r}", 125)
     try:
+        if _deferred is not None:
+            _deferred.reopen()
         runner.preload(request["preload"])
     except BaseException:  # noqa: BLE001 - as a fresh process's failing import would
         import traceback
@@ -194,6 +224,34 @@ def _serve(channel: socket.socket, request: dict, fds: list, defer_mpi: bool) ->
     _send(channel, {"returncode": _exit_status(status), "cpu_sec": usage.ru_utime + usage.ru_stime})
 
 
+class _CacheFilesDeferred:
+    """While the zygote imports: pytools' persistent dicts are made without opening their
+    file (``reopen`` gives each run its own)."""
+
+    def __init__(self, modules: str):
+        self.made: list = []
+        self.base = None
+        if "pytools" not in modules.split(","):
+            return
+        from pytools.persistent_dict import _PersistentDictBase
+
+        self.base, self.connect = _PersistentDictBase, _PersistentDictBase.__init__
+        _PersistentDictBase.__init__ = lambda own, *args, **kwargs: self.made.append((own, args, kwargs))
+
+    def done(self) -> None:
+        """The zygote's imports are over: dicts made later (in a run) open their file at once."""
+        if self.base is not None:
+            self.base.__init__ = self.connect
+
+    def reopen(self) -> None:
+        """In a run: each deferred dict opens its file, as made in a fresh process."""
+        for own, args, kwargs in self.made:
+            self.connect(own, *args, **kwargs)
+
+
+_deferred: _CacheFilesDeferred | None = None  # main's, for its runs
+
+
 def main() -> None:
     arguments = sys.argv[1:]
     defer_mpi = "--defer-mpi" in arguments
@@ -205,7 +263,12 @@ def main() -> None:
         import mpi4py
 
         mpi4py.rc.initialize = False
-    runner.preload(modules)
+    global _deferred
+    _deferred = _CacheFilesDeferred(modules)
+    try:
+        runner.preload(modules)
+    finally:
+        _deferred.done()
     if defer_mpi:
         from mpi4py import MPI
 
