@@ -233,7 +233,7 @@ class _CacheFilesDeferred:
         self.base = None
         if "pytools" not in modules.split(","):
             return
-        from pytools.persistent_dict import _PersistentDictBase
+        from pytools.persistent_dict import _PersistentDictBase  # type: ignore[import-not-found]  # Firedrake's runtime
 
         self.base, self.connect = _PersistentDictBase, _PersistentDictBase.__init__
         _PersistentDictBase.__init__ = lambda own, *args, **kwargs: self.made.append((own, args, kwargs))
