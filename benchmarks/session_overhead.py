@@ -30,22 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from item_path import TOY  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "tests" / "cases"
 
-SOLVERS = {
-    "numpy": """
-import json
-import numpy as np
-
-def solve(case_spec):
-    g = case_spec["eval_grid"]
-    x, y = np.linspace(g["bbox"][0], g["bbox"][1], g["nx"]), np.linspace(g["bbox"][2], g["bbox"][3], g["ny"])
-    X, Y = np.meshgrid(x, y)
-    np.savez("solution.npz", u=np.sin(np.pi * X) * np.sin(np.pi * Y), x=x, y=y)
-    json.dump({"wall_time_sec": 0.0, "status": "success", "solver_info": {}}, open("meta.json", "w"))
-""",
-}
+SOLVERS = {"numpy": TOY}  # the toy numpy solver of item_path.py
 SOLVERS["dolfinx"] = "import dolfinx  # noqa: F401  (the track's start-up, as a FEM solver's)\n" + SOLVERS["numpy"]
 
 
