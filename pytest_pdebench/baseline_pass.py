@@ -3,9 +3,10 @@
 Under ``--pde-baseline=local`` (the default) an item is judged against the oracle's timing
 on this machine, kept between sessions (kept_baselines.py). Before the first item runs, the
 session times the oracle on every selected item that has none kept, or one kept at another
-speed (the speed probe past KEPT_TOLERANCE): the oracle alone, as a calibration times it,
-on the session's workers (so under the run's conditions: workers, sandbox, runner), and
-while no submission runs on the machine:
+speed (the speed probe past KEPT_TOLERANCE): the oracle alone, at its calibration setting
+with its kernels compiled first on a coarse mesh (evaluation.Settings.warm_up), on the
+session's workers (so under the run's conditions: workers, sandbox, runner), and while no
+submission runs on the machine:
 
 - not this session's: its workers share out the items to time (a claim file each) and
   wait for each other before any of them starts an item;
@@ -18,7 +19,8 @@ once as the pass starts, ``RunConditions.session_speed``); it judges a later ses
 speed is within KEPT_TOLERANCE of it, and an item while the probe shows no load since
 (speed.LOADED). An item whose timing was not kept (the oracle failed, another session ran
 meanwhile) is paired: the oracle timed beside the submission, kept by nobody. So the first
-session here costs one oracle run per item more than a plain run, the next ones nothing,
+session here costs two coarse runs and one oracle run per item more than a plain run, the
+next ones nothing,
 and no submission can slow a timing that later sessions are judged by.
 """
 
@@ -285,7 +287,7 @@ class BaselinePass:
         """Time the oracle on ``item`` and keep its figures if nothing else ran; says what became of them."""
         run, record, library, oracle = self.run, item.record, item.library, item.oracle
         fingerprint = case_fingerprint(record, library)
-        settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS)
+        settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS, warm_up=True)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
         busy = others_running()
         try:

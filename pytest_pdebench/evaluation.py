@@ -58,7 +58,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import gates, metrics
-from .calibration import Alphas, ResolvedThresholds, calibration_setting, check_baseline
+from .calibration import Alphas, ResolvedThresholds, calibration_setting, check_baseline, warmup_setting
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
@@ -89,6 +89,7 @@ class Settings:
     memory_mb: int = 8192
     sandbox: str = "bubblewrap"
     calibrate: bool = False
+    warm_up: bool = False  # the baseline pass: the oracle's kernels compiled on a coarse mesh first
     resume: bool = False
     alphas: Alphas = field(default_factory=Alphas)
     images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
@@ -258,6 +259,8 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
     ]
     if settings.sibling:
         parts.append("sibling")
+    if settings.warm_up:
+        parts.append("warm-up")
     if settings.sandbox == "docker":  # another image is another runtime
         parts.append(settings.runtime(library).image)
     if settings.runner_for(library) == "warm":  # another timed-window constant
@@ -292,6 +295,7 @@ def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunT
     """What the run site needs for this item: the agent's view, never the answer."""
     record, library = plan.record, plan.library
     timeout = settings.timeout_sec or record.evaluation_config.timeout_sec
+    setting = calibration_setting(record, library) if settings.calibrate else None
     return RunTask(
         library=library,
         case_id=record.id,
@@ -303,7 +307,8 @@ def run_task(plan: ItemPlan, submission: Submission, settings: Settings) -> RunT
         sandbox=settings.sandbox,
         runner=settings.runner_for(library),
         image=dict(settings.images).get(library),
-        calibration_setting=calibration_setting(record, library) if settings.calibrate else None,
+        calibration_setting=setting,
+        warmup_setting=warmup_setting(setting) if settings.warm_up and setting else None,
         baseline=None if plan.oracle is None else _oracle_task(plan, plan.oracle, settings),
     )
 

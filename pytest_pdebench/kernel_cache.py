@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import pickletools
 import re
+import shutil
 import stat
 import struct
 import tempfile
@@ -210,6 +211,11 @@ class KernelCache:
     def __init__(self, store: Path, rules: tuple[KernelRule, ...], max_files: int = 64, max_bytes: int = 32 << 20):
         self.store, self.rules = Path(store), rules
         self.max_files, self.max_bytes = max_files, max_bytes
+
+    def empty(self) -> None:
+        """Drop every kept kernel (a failed warm-up's): the next run starts cold."""
+        shutil.rmtree(self.store)
+        self.store.mkdir()
 
     def _listing(self) -> list[tuple[str, KernelRule]]:
         """Every file of the store the rules admit, with its rule, from one walk."""

@@ -13,9 +13,13 @@ import time
 import pytest
 
 from pytest_pdebench.baseline_pass import Coordination, Wanted, others_running, progress, submissions_running
+from pytest_pdebench.calibration import baseline_figures, warmup_setting
 from pytest_pdebench.cases import load_cases
+from pytest_pdebench.execution import RunTask, execute
 from pytest_pdebench.kept_baselines import KEPT_TOLERANCE, BaselineKey, KeptBaselines, conditions_key
-from pytest_pdebench.testing import HOSTILE_NEIGHBOUR, ORACLE, REPO, run_track
+from pytest_pdebench.sandbox import Limits
+from pytest_pdebench.sources import Submission
+from pytest_pdebench.testing import HOSTILE_NEIGHBOUR, NUMPY_PRELUDE, ORACLE, REPO, run_track
 
 CONDITIONS = conditions_key({"workers": 1, "runs": 3, "sandbox": "bubblewrap", "runner": "warm", "kernel_store": 1})
 KEY = BaselineKey("poisson_a_000", "f" * 16, "o" * 16, CONDITIONS)
@@ -25,6 +29,21 @@ LOCAL = "--pde-baseline=local"  # the default; run_track's is stored, where timi
 HOLD = (
     "import time\nfrom pytest_pdebench.baseline_pass import submissions_running\n"
     "with submissions_running():\n    print('holding', flush=True)\n    time.sleep(600)"
+)
+
+
+# the exact toy solution, its calibration setting's cells in solver_info; it fails below 8 cells
+SETTING_SOLVER = (
+    NUMPY_PRELUDE
+    + """
+def solve(case_spec):
+    cells = json.load(open("calibration_config.json"))["cells_per_side"]
+    if cells < 8:
+        raise RuntimeError("too coarse")
+    x, y, u = grid(case_spec)
+    np.savez("solution.npz", u=u, x=x, y=y)
+    json.dump({"wall_time_sec": 0.01, "status": "success", "solver_info": {"cells": cells}}, open("meta.json", "w"))
+"""
 )
 
 
@@ -52,6 +71,41 @@ def test_a_kept_timing_judges_later_sessions_while_the_machine_runs_at_its_speed
     # timed again at another speed: the new timing replaces the old one
     assert kept.keep("dolfinx", KEY, {**FIGURES, "t_base": 3.0}, probe_sec=0.2) == "kept for the next sessions"
     assert kept.find("dolfinx", KEY, 0.2)["t_base"] == 3.0 and kept.find("dolfinx", KEY, 0.1) is None
+
+
+def test_the_warm_up_keeps_the_forms_and_makes_the_mesh_coarse():
+    steady = {"element_degree": 2, "cells_per_side": 144, "solver": "direct"}
+    assert warmup_setting(steady) == {"element_degree": 2, "cells_per_side": 18, "solver": "direct"}
+    transient = {"element_degree": 1, "cells_per_side": 24, "dt": 0.01, "solver": "direct"}
+    assert warmup_setting(transient) == {"element_degree": 1, "cells_per_side": 4, "dt": 0.01, "solver": "direct"}
+    assert warmup_setting({"element_degree": 1, "cells_per_side": 3})["cells_per_side"] == 3  # never finer
+
+
+def test_a_warmed_pass_keeps_the_gated_run_plus_what_compiling_added():
+    verdict = {"e_base": 1e-4, "t_base": 2.0, "timed_runs": [2.0], "t_first_run": 2.0, "warmup_runs": [0.9, 0.2]}
+    assert baseline_figures(verdict)["t_first_run"] == pytest.approx(2.7)
+    assert baseline_figures({**verdict, "warmup_runs": []})["t_first_run"] == 2.0  # no warm-up: the gated run
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("cells, warmed", [(144, True), (40, False)])
+def test_the_pass_warms_up_on_a_coarse_mesh_and_times_its_gated_run(dolfinx_available, tmp_path, cells, warmed):
+    """The gated run at the calibration setting after two coarse runs is timed run 1 (it
+    compiled nothing: a numpy solver); a warm-up that fails (under 8 cells here) leaves a
+    cold gated run and a timed run of its own, as without a warm-up."""
+    setting = {"element_degree": 1, "cells_per_side": cells}
+    spec = {"case_spec": {"eval_grid": {"nx": 9, "ny": 9, "bbox": [0, 1, 0, 1]}}}
+    task = RunTask("dolfinx", "toy", spec, ("u",), Submission("solver.py", {"solver.py": SETTING_SOLVER.encode()}, origin="toy"),
+                   Limits(timeout_sec=120, memory_mb=4096), 1, "bubblewrap", "warm", calibration_setting=setting,
+                   warmup_setting=warmup_setting(setting))  # fmt: skip
+    done = execute(task, tmp_path)
+    assert done.ran and json.loads(done.meta)["solver_info"] == {"cells": cells}  # the gated run: the calibration's
+    if warmed:
+        assert len(done.warmup_runs) == 2 and done.gated_compiled == 0
+        assert done.timed_runs == [done.t_first_run]
+    else:
+        assert done.warmup_runs == [] and done.gated_compiled is None
+        assert len(done.timed_runs) == 1 and done.timed_runs != [done.t_first_run]
 
 
 def test_a_damaged_file_loses_its_entries_not_the_run(tmp_path):
@@ -147,6 +201,11 @@ def test_the_first_session_times_the_oracle_first_and_the_next_one_reuses(dolfin
     assert pass_said(first_dir, CASE) == "kept for the next sessions"
     [kept_file] = (tmp_path / "kept" / "dolfinx").glob("*.json")
     [entry] = json.loads(kept_file.read_text())["entries"].values()
+    # the pass: two coarse runs, then the gated run at the calibration setting, found warm and timed
+    timed = json.loads((first_dir / "out" / "baselines" / "dolfinx" / CASE / "verdict.json").read_text())
+    assert len(timed["warmup_runs"]) == 2 and timed["gated_compiled"] == 0, timed
+    assert timed["timed_runs"] == [timed["t_first_run"]] == [entry["t_base"]]
+    assert entry["t_first_run"] == pytest.approx(entry["t_base"] + timed["warmup_runs"][0] - timed["warmup_runs"][1])
     if first[CASE]["t_base_from"] == "kept":
         assert first[CASE]["t_base"] == pytest.approx(entry["t_base"])
         assert first[CASE]["calibration"].startswith("kept baseline (timed on ")
