@@ -23,9 +23,11 @@ then sums the parts: each from its start to the last verdict it wrote).
   initial data by least squares, no mesh (goal: at most 2% PASS per family; offline per
   record: benchmarks/ansatz_fit.py);
 - with ``--variants SEED`` every rung runs on the variants of that seed (paired
-  baselines), with ``--baseline paired`` on the published records with paired baselines,
-  and with ``--select N`` on N records per family (manufactured ones under --variants):
-  the rung's files are then named ``<rung>-variants-SEED``, ``<rung>-paired``, ``-selectN``;
+  baselines), with ``--baseline paired`` on the published records with paired baselines
+  (``stored``: the stored calibrations; without the option the plugin's default, this
+  machine's kept timings, timed first where missing), and with ``--select N`` on N records
+  per family (manufactured ones under --variants): the rung's files are then named
+  ``<rung>-variants-SEED``, ``<rung>-paired`` (``-stored``), ``-selectN``;
   ``--hog N`` keeps N busy processes (one core's worth each) running beside the rung
   (``-hogN``); a paired rung prints its verdicts against the outcomes the same runs get
   under the stored calibration; ``--against NAME`` compares each rung's verdicts with
@@ -178,8 +180,8 @@ def live_options(variants: int | None, baseline: str | None, select: int | None,
     suffix, options = "", []
     if variants is not None:
         suffix, options = f"-variants-{variants}", [f"--pde-variants={variants}"]
-    elif baseline == "paired":
-        suffix, options = "-paired", ["--pde-baseline=paired"]
+    elif baseline:  # the plugin's default is this machine's kept baselines (timed first where missing)
+        suffix, options = f"-{baseline}", [f"--pde-baseline={baseline}"]
     if select:
         suffix += f"-select{select}"
         options += ["-k", " or ".join(selected(library, select))]
@@ -340,7 +342,9 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true", help="pick up interrupted rungs instead of starting afresh")
     parser.add_argument("--sample", type=int, default=10, help="calibration-again: cases per family")
     parser.add_argument("--variants", type=int, metavar="SEED", help="run the rungs on the variants of SEED")
-    parser.add_argument("--baseline", choices=("stored", "paired"), help="paired: the oracle beside each item")
+    parser.add_argument("--baseline", choices=("stored", "paired", "local"),
+                        help="stored calibrations, the oracle paired beside each item, or this machine's kept "
+                             "timings (the plugin's default, used without this option)")  # fmt: skip
     parser.add_argument("--select", type=int, metavar="N", help="N manufactured records per family only")
     parser.add_argument("--only", type=Path, metavar="FILE", help="the case ids in FILE (one a line) only")
     parser.add_argument("--hog", type=int, default=0, metavar="N", help="N busy processes beside each rung")

@@ -289,7 +289,8 @@ def baseline_figures(verdict: dict) -> dict:
     coarse one: the gated run found its kernels compiled."""
     first = verdict["t_first_run"]
     warmup = verdict.get("warmup_runs") or []
-    if first is not None and len(warmup) == 2:
+    derived = first is not None and len(warmup) == 2
+    if derived:
         first += max(0.0, warmup[0] - warmup[1])
     return {
         "e_base": verdict["e_base"],
@@ -298,6 +299,7 @@ def baseline_figures(verdict: dict) -> dict:
         "timed_runs": verdict["timed_runs"],
         # compiled tracks: the build, where it was not a cache's (the compile flag's base)
         "compile_sec": None if verdict.get("compile_cached") else verdict.get("compile_sec"),
+        **({"warmup_runs": warmup} if derived else {}),  # what the first run was derived from
     }
 
 

@@ -47,6 +47,26 @@ def solve(case_spec):
 )
 
 
+# compiles a form with DOLFINx's JIT, and a second one only at 100 cells or more (the calibration's)
+FORM_SOLVER = (
+    NUMPY_PRELUDE
+    + """
+import ufl
+from dolfinx import fem, mesh
+from mpi4py import MPI
+
+def solve(case_spec):
+    cells = json.load(open("calibration_config.json"))["cells_per_side"]
+    V = fem.functionspace(mesh.create_unit_square(MPI.COMM_WORLD, 4, 4), ("Lagrange", 1))
+    u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
+    fem.form(u * v * ufl.dx)
+    if cells >= 100:
+        fem.form(ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx)
+    write(grid(case_spec)[2], *grid(case_spec)[:2])
+"""
+)
+
+
 def store(tmp_path) -> KeptBaselines:
     return KeptBaselines(tmp_path, lambda library: "this-machine")
 
@@ -84,7 +104,9 @@ def test_the_warm_up_keeps_the_forms_and_makes_the_mesh_coarse():
 def test_a_warmed_pass_keeps_the_gated_run_plus_what_compiling_added():
     verdict = {"e_base": 1e-4, "t_base": 2.0, "timed_runs": [2.0], "t_first_run": 2.0, "warmup_runs": [0.9, 0.2]}
     assert baseline_figures(verdict)["t_first_run"] == pytest.approx(2.7)
-    assert baseline_figures({**verdict, "warmup_runs": []})["t_first_run"] == 2.0  # no warm-up: the gated run
+    assert baseline_figures(verdict)["warmup_runs"] == [0.9, 0.2]  # kept with it: how it was derived
+    cold = baseline_figures({**verdict, "warmup_runs": []})  # no warm-up: the gated run, as measured
+    assert cold["t_first_run"] == 2.0 and "warmup_runs" not in cold
 
 
 @pytest.mark.fem
@@ -106,6 +128,22 @@ def test_the_pass_warms_up_on_a_coarse_mesh_and_times_its_gated_run(dolfinx_avai
     else:
         assert done.warmup_runs == [] and done.gated_compiled is None
         assert len(done.timed_runs) == 1 and done.timed_runs != [done.t_first_run]
+
+
+@pytest.mark.fem
+def test_a_run_that_compiles_after_the_warm_up_is_not_timed(dolfinx_available, tmp_path):
+    """A kernel only the calibration setting compiles: the gated run keeps it (gated_compiled
+    1 or more) and a timed run of its own follows, with the store complete."""
+    setting = {"element_degree": 1, "cells_per_side": 144}
+    spec = {"case_spec": {"eval_grid": {"nx": 9, "ny": 9, "bbox": [0, 1, 0, 1]}}}
+    task = RunTask("dolfinx", "toy", spec, ("u",), Submission("solver.py", {"solver.py": FORM_SOLVER.encode()},
+                   origin="toy"), Limits(timeout_sec=120, memory_mb=4096), 1, "bubblewrap", "warm",
+                   calibration_setting=setting, warmup_setting=warmup_setting(setting))  # fmt: skip
+    done = execute(task, tmp_path)
+    assert done.ran and len(done.warmup_runs) == 2, (done.run_failure, done.stderr[-2000:])
+    assert done.warmup_runs[0] > done.warmup_runs[1]  # the first coarse run compiled, the second found it
+    assert done.gated_compiled and done.gated_compiled > 0
+    assert len(done.timed_runs) == 1 and done.timed_runs != [done.t_first_run]
 
 
 def test_a_damaged_file_loses_its_entries_not_the_run(tmp_path):
