@@ -20,8 +20,7 @@ speed is within KEPT_TOLERANCE of it, and an item while the probe shows no load 
 (speed.LOADED). An item whose timing was not kept (the oracle failed, another session ran
 meanwhile) is paired: the oracle timed beside the submission, kept by nobody. So the first
 session here costs two coarse runs and one oracle run per item more than a plain run, the
-next ones nothing,
-and no submission can slow a timing that later sessions are judged by.
+next ones nothing, and no submission can slow a timing that later sessions are judged by.
 """
 
 from __future__ import annotations

@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import pickletools
 import re
-import shutil
 import stat
 import struct
 import tempfile
@@ -42,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from .run_folders import freeze
+from .run_folders import freeze, remove_tree
 
 ELF_MAGIC = b"\x7fELF"
 ET_DYN = 3
@@ -214,7 +213,7 @@ class KernelCache:
 
     def empty(self) -> None:
         """Drop every kept kernel (a failed warm-up's): the next run starts cold."""
-        shutil.rmtree(self.store)
+        remove_tree(self.store)
         self.store.mkdir()
 
     def _listing(self) -> list[tuple[str, KernelRule]]:

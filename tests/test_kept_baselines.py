@@ -67,6 +67,16 @@ def solve(case_spec):
 )
 
 
+def pass_task(solver: str, cells: int) -> RunTask:
+    """A toy DOLFINx item's runs as the baseline pass asks for them: one timed run, the
+    calibration setting of ``cells`` per side, and its warm-up."""
+    setting = {"element_degree": 1, "cells_per_side": cells}
+    spec = {"case_spec": {"eval_grid": {"nx": 9, "ny": 9, "bbox": [0, 1, 0, 1]}}}
+    submission = Submission("solver.py", {"solver.py": solver.encode()}, origin="toy")
+    return RunTask("dolfinx", "toy", spec, ("u",), submission, Limits(timeout_sec=120, memory_mb=4096), 1,
+                   "bubblewrap", "warm", calibration_setting=setting, warmup_setting=warmup_setting(setting))
+
+
 def store(tmp_path) -> KeptBaselines:
     return KeptBaselines(tmp_path, lambda library: "this-machine")
 
@@ -115,12 +125,7 @@ def test_the_pass_warms_up_on_a_coarse_mesh_and_times_its_gated_run(dolfinx_avai
     """The gated run at the calibration setting after two coarse runs is timed run 1 (it
     compiled nothing: a numpy solver); a warm-up that fails (under 8 cells here) leaves a
     cold gated run and a timed run of its own, as without a warm-up."""
-    setting = {"element_degree": 1, "cells_per_side": cells}
-    spec = {"case_spec": {"eval_grid": {"nx": 9, "ny": 9, "bbox": [0, 1, 0, 1]}}}
-    task = RunTask("dolfinx", "toy", spec, ("u",), Submission("solver.py", {"solver.py": SETTING_SOLVER.encode()}, origin="toy"),
-                   Limits(timeout_sec=120, memory_mb=4096), 1, "bubblewrap", "warm", calibration_setting=setting,
-                   warmup_setting=warmup_setting(setting))  # fmt: skip
-    done = execute(task, tmp_path)
+    done = execute(pass_task(SETTING_SOLVER, cells), tmp_path)
     assert done.ran and json.loads(done.meta)["solver_info"] == {"cells": cells}  # the gated run: the calibration's
     if warmed:
         assert len(done.warmup_runs) == 2 and done.gated_compiled == 0
@@ -134,12 +139,7 @@ def test_the_pass_warms_up_on_a_coarse_mesh_and_times_its_gated_run(dolfinx_avai
 def test_a_run_that_compiles_after_the_warm_up_is_not_timed(dolfinx_available, tmp_path):
     """A kernel only the calibration setting compiles: the gated run keeps it (gated_compiled
     1 or more) and a timed run of its own follows, with the store complete."""
-    setting = {"element_degree": 1, "cells_per_side": 144}
-    spec = {"case_spec": {"eval_grid": {"nx": 9, "ny": 9, "bbox": [0, 1, 0, 1]}}}
-    task = RunTask("dolfinx", "toy", spec, ("u",), Submission("solver.py", {"solver.py": FORM_SOLVER.encode()},
-                   origin="toy"), Limits(timeout_sec=120, memory_mb=4096), 1, "bubblewrap", "warm",
-                   calibration_setting=setting, warmup_setting=warmup_setting(setting))  # fmt: skip
-    done = execute(task, tmp_path)
+    done = execute(pass_task(FORM_SOLVER, 144), tmp_path)
     assert done.ran and len(done.warmup_runs) == 2, (done.run_failure, done.stderr[-2000:])
     assert done.warmup_runs[0] > done.warmup_runs[1]  # the first coarse run compiled, the second found it
     assert done.gated_compiled and done.gated_compiled > 0
