@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .evaluation import Settings, Verdict, evaluate
+from .evaluation import Verdict, evaluate
 from .plan import ItemPlan
 from .prompts import feedback_of
+from .settings import Settings
 from .sources import Feedback, Source, Submission
 
 Gates = Callable[[Submission, Path], Verdict]  # (submission, folder of the attempt's runs) -> verdict

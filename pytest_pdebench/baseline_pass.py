@@ -4,7 +4,7 @@ Under ``--pde-baseline=local`` (the default) an item is judged against the oracl
 on this machine, kept between sessions (kept_baselines.py). Before the first item runs, the
 session times the oracle on every selected item that has none kept, or one kept at another
 speed (the speed probe past KEPT_TOLERANCE): the oracle alone, at its calibration setting
-with its kernels compiled first on a coarse mesh (evaluation.Settings.warm_up), on the
+with its kernels compiled first on a coarse mesh (settings.Settings.warm_up), on the
 session's workers (so under the run's conditions: workers, sandbox, runner), and while no
 submission runs on the machine:
 
@@ -47,8 +47,8 @@ from .speed import probe_seconds
 
 if TYPE_CHECKING:
     from .cases import CaseRecord
-    from .evaluation import Settings
     from .placement import Placement
+    from .settings import Settings
     from .sources import Submission
     from .speed import RunConditions
 

@@ -25,8 +25,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabulate import tabulate
-
 from .bundled import bundled
 
 RECIPES = bundled("containers")
@@ -202,6 +200,8 @@ def images() -> list[dict]:
 def images_listing() -> str:
     """``pdebench containers list``: the pdebench images the engine holds (those of older
     recipes marked: ``prune`` removes them) and the tags the current recipes build."""
+    from tabulate import tabulate  # a command's table: not at every pytest start (libraries imports us)
+
     rows = [[r["tag"], r["id"], r["size_mb"], "" if r["current"] else "old recipe"] for r in images()]
     return (
         (tabulate(rows, headers=["image", "id", "MB", ""]) if rows else "no pdebench images")

@@ -58,15 +58,15 @@ from typing import Any, cast
 import numpy as np
 
 from . import gates, metrics
-from .calibration import Alphas, ResolvedThresholds, calibration_setting, check_baseline, warmup_setting
+from .calibration import ResolvedThresholds, calibration_setting, check_baseline, warmup_setting
 from .cases import CaseRecord, agent_view
 from .execution import Execution, RunFacts, RunTask, execute
 from .grid import EvalGrid, valid_mask
 from .kept_baselines import KEPT_SOURCE
-from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import reference_fields
 from .sandbox import Limits
+from .settings import Settings
 from .sources import Submission
 
 VERDICT_FILE = "verdict.json"
@@ -79,57 +79,6 @@ CORES_FLAG, CORES_SLACK_SEC = 1.2, 0.05
 # a compiled track's build over this many times the baseline's (both not from a cache) is
 # flagged: work moved into compile-time evaluation (constexpr) is never in t_agent
 COMPILE_FLAG = 3.0
-
-
-@dataclass(frozen=True)
-class Settings:
-    output_dir: Path
-    runs: int = 1
-    timeout_sec: float | None = None  # overrides the case's timeout_sec
-    memory_mb: int = 8192
-    sandbox: str = "bubblewrap"
-    calibrate: bool = False
-    warm_up: bool = False  # the baseline pass: the oracle's kernels compiled on a coarse mesh first
-    resume: bool = False
-    alphas: Alphas = field(default_factory=Alphas)
-    images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
-    runner: str = "warm"  # --pde-runner: fork runs from a warmed zygote where the track and sandbox allow
-    # --pde-cluster: each library's runtime as the workers report it, (library, version, image,
-    # why it is missing); the controller itself may have none
-    remote_runtimes: tuple[tuple[str, str, str | None, str | None], ...] = ()
-    baseline: str = "stored"  # --pde-baseline: stored calibrations, or the oracle paired with each item
-    oracle_dir: Path | None = None  # the oracle's solvers (paired baselines)
-    variant_seed: int | None = None  # --pde-variants: the items run on their variants of this seed
-    sibling: bool = False  # --pde-sibling: a passing solver also runs on a variant no prompt showed
-
-    def runner_for(self, library: str) -> str:
-        """The runner the library's runs get: warm (sandbox/warm.py) under bubblewrap for
-        tracks with imports to share, else cold (a fresh interpreter per run)."""
-        warm = self.runner == "warm" and self.sandbox == "bubblewrap" and get_track(library).warm_spec("") is not None
-        return "warm" if warm else "cold"
-
-    def runtime(self, library: str) -> Runtime:
-        """The track's runtime under this sandbox (a cluster's: on its workers); raises RuntimeMissing."""
-        for name, version, image, missing in self.remote_runtimes:
-            if name == library:
-                if missing:
-                    raise RuntimeMissing(f"no worker of the cluster has the {library} runtime: {missing}")
-                return Runtime(library, version, python="", read_only=(), image=image)
-        return detect_runtime(library, self.sandbox, dict(self.images).get(library))
-
-    def runtime_tag(self, library: str) -> str:
-        """What, besides the machine, a baseline belongs to: the image of a container run."""
-        if self.sandbox != "docker":
-            return ""
-        try:
-            image = cast(str, self.runtime(library).image)  # a container runtime's
-            return "docker-" + image.removeprefix("sha256:")[:12]
-        except RuntimeMissing:  # its items skip and say why; no calibration can match meanwhile
-            return "docker-unavailable"
-
-    @property
-    def calibrate_hint(self) -> str:
-        return "" if self.sandbox == "bubblewrap" else f" -- --pde-sandbox={self.sandbox}"
 
 
 class BaselineFailure(Exception):
@@ -228,12 +177,6 @@ class Verdict(RunFacts):
 
 
 _OWN_FIELDS = [name for name in Verdict.__dataclass_fields__ if name not in RunFacts.__dataclass_fields__]
-
-
-def item_directory(settings: Settings, library: str, case_id: str, machine: str | None = None) -> Path:
-    """The item's audit folder; ``machine``: one of several a cluster calibrates at once."""
-    folder = settings.output_dir / library
-    return (folder / machine if machine else folder) / case_id
 
 
 def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> str:

@@ -16,8 +16,9 @@ from .gates import GateFailure
 # methods, not here: a --pde-validate run of static checks does not need them
 
 if TYPE_CHECKING:
-    from .evaluation import Settings, Verdict
+    from .evaluation import Verdict
     from .placement import Placement
+    from .settings import Settings
     from .sources import Source
 
 

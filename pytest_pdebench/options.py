@@ -15,12 +15,11 @@ import pytest
 from .bundled import SMOKE, bundled, case_source, count_records
 from .calibration import Alphas, CalibrationStore
 from .cases import LIBRARIES
-from .evaluation import Settings
 from .placement import SIBLING_SEED
 from .session import PdeRun, terminate_as_interrupt
+from .settings import Settings
 from .shards import Shard, ShardError
 from .sources.folder import DirectorySource
-from .sources.model import model_source_from_options
 
 
 def run_from_config(config: pytest.Config) -> PdeRun | None:
@@ -72,6 +71,8 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         sibling=opt.pde_sibling,
     )  # the output folder below, once the source has named the run
     if opt.pde_model:
+        from .sources.model import model_source_from_options  # the model client's modules: only for a model's run
+
         source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)
         label = source.run_label
     else:

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, cast
 
 from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
-from .evaluation import Settings, item_directory
-from .execution import Executor
 from .kept_baselines import LocalBaselines
 from .libraries import get_track
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import missing_case_data
+from .settings import Settings, item_directory
 from .sources import NotRun, Submission
 from .sources.folder import DirectorySource, NoSubmission
 
 if TYPE_CHECKING:
     from .cluster.controller import Cluster
+    from .execution import Executor
 
 
 class PdeBenchWarning(UserWarning):

@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .calibration import ResolvedThresholds
 from .cases import CaseRecord
-from .execution import Executor
 from .sources import Submission
+
+if TYPE_CHECKING:  # the runs' modules: a plan only names where they happen
+    from .execution import Executor
 
 
 class NoSibling(Exception):

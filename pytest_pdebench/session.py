@@ -19,24 +19,24 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from .attempts import run_attempts
-from .baseline_pass import BaselinePass, Coordination, ProgressWatch, submissions_running
 from .bundled import baselines_folder
 from .calibration import CalibrationStore, baseline_figures, machine_key, now_iso
 from .cases import CaseRecord
-from .containers import image_digest
-from .evaluation import Settings, Verdict
 from .kept_baselines import KeptBaselines
 from .libraries import RuntimeMissing
 from .placement import SIBLING_SEED, Placement
-from .scheduling import RunAhead
+from .settings import Settings
 from .shards import Shard
 from .sources import Source
 from .sources.folder import DirectorySource
 from .speed import RunConditions
 
+# the runs' modules (attempts, evaluation, the sandboxes, the baseline pass) are imported where
+# items run, not here: pytest's start and the collection of the items need none of them
 if TYPE_CHECKING:  # the cluster package imports Dask (optional, and slow to import): only with --pde-cluster
     from .cluster.controller import Cluster
+    from .evaluation import Verdict
+    from .scheduling import RunAhead
 
 
 def workers(config: pytest.Config) -> int:
@@ -106,11 +106,17 @@ class PdeRun:
             self.settings, self.store, self.cluster.size if self.cluster else workers(self.config), kept
         )
         self.placement = Placement(self.settings, self.store, self.cluster, vary=vary, local=self.timing)
-        self.ahead = RunAhead(self.cluster, self.source, self.placement) if self.cluster is not None else None
+        self.ahead: RunAhead | None = None
+        if self.cluster is not None:
+            from .scheduling import RunAhead
+
+            self.ahead = RunAhead(self.cluster, self.source, self.placement)
 
     def evaluate(self, record: CaseRecord, library: str, case_dir: Path, machine: str | None = None) -> Verdict:
         """The item's verdict; ``machine``: the class of a cluster's workers it calibrates.
         Raises placement.NoCalibration."""
+        from .attempts import run_attempts
+
         # planned before any model call: no money spent on an item that cannot be judged;
         # an item whose runs were sent ahead on a cluster has its plan already
         plan = self.ahead.plan_of(record.id, library, machine) if self.ahead is not None else None
@@ -167,6 +173,8 @@ class PdeRun:
         submission runs (baseline_pass.py); then the items, with this process counted among
         those running submissions on the machine. An xdist controller runs no item: it shows
         its workers' progress on the baselines."""
+        from .baseline_pass import BaselinePass, Coordination, ProgressWatch, submissions_running
+
         writer = self.config.get_terminal_writer()
         if self.config.pluginmanager.hasplugin("dsession"):
             watch = ProgressWatch(self._pass_folder, writer.line) if self._pass_folder else None
@@ -252,6 +260,8 @@ def _images(settings: Settings, libraries) -> dict:
     """The container backend: the image id and digest each library ran in."""
     if settings.sandbox != "docker":
         return {}
+    from .containers import image_digest
+
     images = {}
     for library in libraries:
         try:

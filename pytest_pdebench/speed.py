@@ -27,7 +27,7 @@ from .kept_baselines import PASS_RUNS, BaselineKey, KeptBaselines, conditions_ke
 if TYPE_CHECKING:
     from .calibration import CalibrationStore
     from .cases import CaseRecord
-    from .evaluation import Settings
+    from .settings import Settings
 
 SPEED_TOLERANCE = 0.15  # a relative change the probe's own spread (under 5% here) does not reach
 _GRID, _SWEEPS, _REPEATS = 400, 60, 9

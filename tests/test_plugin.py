@@ -231,7 +231,7 @@ def test_baselines_measured_with_the_other_runner_are_flagged(pytester, suite):
 
 def test_conditions_that_differ_alike_on_several_tracks_are_one_line_with_the_option(tmp_path):
     from pytest_pdebench.calibration import CalibrationStore
-    from pytest_pdebench.evaluation import Settings
+    from pytest_pdebench.settings import Settings
     from pytest_pdebench.speed import RunConditions
 
     settings = Settings(output_dir=tmp_path / "out", runs=3)

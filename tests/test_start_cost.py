@@ -6,9 +6,12 @@ figures (milliseconds side by side with ``-p no:pdebench``) are measured by
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 LIGHT_PLUGIN = {"pytest_pdebench", "pytest_pdebench.plugin", "pytest_pdebench.vocabulary"}
 LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled", "pytest_pdebench.vocabulary"}
 
@@ -49,3 +52,31 @@ def test_the_plugins_markers_name_every_family_track_and_domain():
 
     assert tuple(domains.TEMPLATES) == DOMAIN_TYPES  # the plugin's list is the builders' list
     assert {"poisson", "dealii", "l_shape", "manufactured_solution", "incompressible_flow"} <= set(MARKERS)
+
+
+# what runs items (issue 50): a session imports these when its first item runs, never to collect
+RUN_MODULES = {
+    "pytest_pdebench.attempts", "pytest_pdebench.evaluation", "pytest_pdebench.execution",
+    "pytest_pdebench.baseline_pass", "pytest_pdebench.scheduling", "pytest_pdebench.sources.model",
+    "pytest_pdebench.llm", "tabulate", "sympy", "docker", "openai",
+}  # fmt: skip
+
+
+def test_collecting_the_benchmark_imports_none_of_the_runs_modules(tmp_path):
+    (tmp_path / "loaded_probe.py").write_text(  # a plugin of its own: the cases' folder has no conftest of ours
+        "import json, sys\n\n"
+        "def pytest_collection_finish(session):\n"
+        "    open('loaded.json', 'w').write(json.dumps(sorted(sys.modules)))\n"
+    )
+    oracle = REPO / "submissions" / "oracle"
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "-p", "loaded_probe", f"--pde-submissions={oracle}", "--pde-library=dolfinx",
+                           str(REPO / "tests" / "cases")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "[dolfinx]" in done.stdout  # items were collected
+    loaded = set(json.loads((tmp_path / "loaded.json").read_text()))
+    assert "pytest_pdebench.items" in loaded
+    assert not loaded & RUN_MODULES, sorted(loaded & RUN_MODULES)

@@ -6,6 +6,7 @@ sandbox, with the run's environment)."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import subprocess
 
@@ -29,16 +30,18 @@ for module in filter(None, sys.argv[2].split(",")):
     importlib.import_module(module)
 if deferred is not None:
     deferred.done()
+    zygote._map_libraries(list(filter(None, sys.argv[4].split(","))))
 from mpi4py import MPI
-print(json.dumps({"modules": sorted(set(sys.modules) - harness), "mpi": MPI.Is_initialized()}))
+mapped = sorted({line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith(".so")})
+print(json.dumps({"modules": sorted(set(sys.modules) - harness), "mpi": MPI.Is_initialized(), "mapped": mapped}))
 """
 
 
-def imported(runtime, modules: str, mode: str, home) -> dict:
+def imported(runtime, modules: str, mode: str, home, libraries: tuple[str, ...] = ()) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **runtime.env}
     env = {key: value.replace("{cache}", str(home / "cache")) for key, value in env.items()}
-    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules, str(HARNESS_DIR)], env=env, cwd=home,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules, str(HARNESS_DIR), ",".join(libraries)],
+                          env=env, cwd=home, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -49,11 +52,18 @@ def test_the_zygote_imports_a_subset_of_a_cold_run_and_leaves_no_trace(library, 
     track = get_track(library)
     home = tmp_path / "home"
     home.mkdir()
-    zygote = imported(runtime, track.zygote_preload, "zygote", home)
+    zygote = imported(runtime, track.zygote_preload, "zygote", home, track.zygote_libraries)
     assert not zygote["mpi"], "the zygote's imports started MPI"
     assert list(home.iterdir()) == [], f"the zygote's imports wrote {sorted(map(str, home.rglob('*')))[:5]}"
     cold = imported(runtime, track.preload, "cold", home)
     assert set(zygote["modules"]) <= set(cold["modules"]), sorted(set(zygote["modules"]) - set(cold["modules"]))[:10]
+    # the libraries it only maps: each pattern finds its shared object (a renamed one would
+    # silently cost every run its loading again), which a cold run's imports load as well
+    for pattern in track.zygote_libraries:
+        package, _, name = pattern.partition("/")
+        found = [path for path in zygote["mapped"] if f"/{package}/" in path and fnmatch.fnmatch(path, f"*/{pattern}")]
+        assert found, f"{pattern} mapped nothing"
+        assert set(found) <= set(cold["mapped"]), found
 
 
 # ---- Runs of a submission that never names the track (issue 50) -----------------------------

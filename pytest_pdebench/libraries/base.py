@@ -144,6 +144,11 @@ class PythonTrack(Track):
     # None: this track's runs always start a fresh interpreter
     zygote_preload: str | None = None
     defer_mpi = False  # the zygote leaves MPI uninitialised; each run initialises its own
+    # extension modules whose import starts MPI (PETSc's): the zygote maps their shared
+    # objects (and what they link) without importing them, so a run's import of them does
+    # not load and relocate them again (``package/folder/name*suffix``; the package is found,
+    # not imported)
+    zygote_libraries: tuple[str, ...] = ()
 
     def warm_spec(self, solver_name: str, imports_track: bool = True):
         """What the warm runner needs for a run of ``solver_name``, or None."""
@@ -156,6 +161,7 @@ class PythonTrack(Track):
             self.defer_mpi,
             start_mpi=imports_track,
             mpi_on_import=self.track_modules,
+            zygote_libraries=self.zygote_libraries,
         )
 
     def imports_track(self, files: Mapping[str, bytes]) -> bool:

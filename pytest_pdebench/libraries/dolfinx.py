@@ -21,7 +21,9 @@ class DolfinxTrack(PythonTrack):
     preload = "mpi4py.MPI,numpy,dolfinx,dolfinx.fem.petsc,ufl,basix"
     track_modules = ("dolfinx", "petsc4py", "mpi4py", "ufl", "basix", "ffcx")
     # what imports without initialising MPI (petsc4py, so dolfinx, initialises it at import)
-    zygote_preload = "mpi4py.MPI,numpy,ufl,basix,basix.ufl,ffcx,ffcx.codegeneration.jit,cffi"
+    # (cffi's C parser: dolfinx.fem.petsc parses its declarations at import, 10-20 ms a run)
+    zygote_preload = "mpi4py.MPI,numpy,ufl,basix,basix.ufl,ffcx,ffcx.codegeneration.jit,cffi,cffi.cparser"
+    zygote_libraries = ("petsc4py/lib/PETSc*.so", "dolfinx/cpp*.so")
     defer_mpi = True
     kernel_rules = (
         KernelRule(_FFCX_MODULE + r"\.cpython-[0-9a-z_-]+\.so", "elf"),

@@ -14,7 +14,8 @@ class WarmSpec:
     the imports done in the run before its clock starts (``preload``) and those done once
     in the zygote (``zygote_preload``; with ``defer_mpi`` MPI is initialised in each run:
     before the clock with ``start_mpi``, else on the run's first import of a module under
-    ``mpi_on_import``, inside the timed window)."""
+    ``mpi_on_import``, inside the timed window). ``zygote_libraries``: extension modules the
+    zygote maps without importing them (``package/folder/name*suffix``): importing them starts MPI."""
 
     solver: str
     preload: str
@@ -22,6 +23,7 @@ class WarmSpec:
     defer_mpi: bool = False
     start_mpi: bool = True
     mpi_on_import: tuple[str, ...] = ()
+    zygote_libraries: tuple[str, ...] = ()
 
 
 class SandboxError(RuntimeError):

@@ -52,7 +52,9 @@ class Zygote:
         # an empty folder of its own to start in; the run's environment (HOME, caches)
         # names sandbox paths, which do not exist out here
         self.folder = tempfile.mkdtemp(prefix="pytest-pdebench-zygote-")
-        argv = [python, "-I", str(ZYGOTE), *(["--defer-mpi"] if spec.defer_mpi else []), spec.zygote_preload]
+        argv = [python, "-I", str(ZYGOTE), *(["--defer-mpi"] if spec.defer_mpi else [])]
+        argv += [f"--map={','.join(spec.zygote_libraries)}"] if spec.zygote_libraries else []
+        argv.append(spec.zygote_preload)
         try:
             self.process = subprocess.Popen(
                 argv,
@@ -132,7 +134,7 @@ _lock = threading.Lock()
 
 
 def _zygote_for(python: str, spec: WarmSpec, env: dict[str, str]) -> Zygote:
-    key = (python, spec.zygote_preload, spec.defer_mpi, tuple(sorted(env.items())))
+    key = (python, spec.zygote_preload, spec.zygote_libraries, spec.defer_mpi, tuple(sorted(env.items())))
     zygote = _zygotes.pop(key, None)
     if zygote is not None and not zygote.alive():
         zygote.close()

@@ -1,10 +1,10 @@
 """The warm runner's server (standard library only; run by the track's Python).
 
-    python -I zygote.py [--defer-mpi] MODULES
+    python -I zygote.py [--defer-mpi] [--map=LIBRARIES] MODULES
 
-It imports MODULES once and then serves runs sent by the harness over its stdin (a unix
-socket: one JSON request per message, the run's stdout, stderr and marker pipes
-attached). The harness has already started the run's sandbox, the same bubblewrap
+It imports MODULES once, maps LIBRARIES (shared objects, not imported), and then serves
+runs sent by the harness over its stdin (a unix socket: one JSON request per message, the
+run's stdout, stderr and marker pipes attached). The harness has already started the run's sandbox, the same bubblewrap
 sandbox a fresh process gets, holding only a placeholder process; the request names its
 pid 1 (``ns_pid``). For each run:
 
@@ -27,6 +27,11 @@ MPI is not initialised in the zygote (``--defer-mpi``: mpi4py is imported with
 ``rc.initialize = False``): a forked copy of an initialised MPI library (MPICH with UCX
 here) is not something MPI supports, so each solver initialises its own before its clock
 starts, as a fresh process does.
+
+Extension modules whose import would start MPI (petsc4py's PETSc, DOLFINx's C++ module)
+are only mapped here (``--map``: ``package/folder/name*suffix``, the package found without
+importing it): the dynamic loader's work on them and on the libraries they link (PETSc, MPI,
+HDF5, ...) is done once, and a run's import finds them loaded and only initialises them.
 
 Some libraries open cache files when imported: pytools' persistent dicts (loopy's code
 caches, under Firedrake) connect to an sqlite file at construction. Imported in the zygote,
@@ -252,10 +257,32 @@ class _CacheFilesDeferred:
 _deferred: _CacheFilesDeferred | None = None  # main's, for its runs
 
 
+def _map_libraries(patterns: list) -> None:
+    """dlopen each shared object ``package/folder/name*suffix`` names, as an import would
+    (RTLD_NOW, local symbols) but running none of its Python; one that fails is left to the
+    run's import. (No glob module: nothing a run would not have imported itself.)"""
+    import importlib.util
+
+    for pattern in patterns:
+        package, _, relative = pattern.partition("/")
+        folder_part, _, name = relative.rpartition("/")
+        prefix, _, suffix = name.partition("*")
+        spec = importlib.util.find_spec(package)  # a top-level name: its folder, nothing run
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            folder = os.path.join(root, folder_part)
+            names = os.listdir(folder) if os.path.isdir(folder) else []
+            for found in sorted(n for n in names if n.startswith(prefix) and n.endswith(suffix)):
+                try:
+                    ctypes.CDLL(os.path.join(folder, found), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+                except OSError:
+                    pass
+
+
 def main() -> None:
     arguments = sys.argv[1:]
     defer_mpi = "--defer-mpi" in arguments
-    modules = next((a for a in arguments if a != "--defer-mpi"), "")
+    libraries = next((a.partition("=")[2] for a in arguments if a.startswith("--map=")), "")
+    modules = next((a for a in arguments if a != "--defer-mpi" and not a.startswith("--map=")), "")
     channel = socket.socket(fileno=0)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the harness gone, so is the zygote
     started = time.perf_counter()
@@ -267,6 +294,7 @@ def main() -> None:
     _deferred = _CacheFilesDeferred(modules)
     try:
         runner.preload(modules)
+        _map_libraries([pattern for pattern in libraries.split(",") if pattern])
     finally:
         _deferred.done()
     if defer_mpi:
