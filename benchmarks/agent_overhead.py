@@ -19,8 +19,8 @@ from pathlib import Path
 
 from openai import OpenAI
 
-from pytest_pdebench.settings import Settings
 from pytest_pdebench.llm.registry import ModelSpec
+from pytest_pdebench.settings import Settings
 from pytest_pdebench.sources.agents.mini_swe import SandboxEnvironment, _quiet_imports
 from pytest_pdebench.sources.agents.proxy import MeteringProxy
 from pytest_pdebench.testing.llm_server import ScriptedServer

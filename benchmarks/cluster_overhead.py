@@ -29,8 +29,8 @@ from pytest_pdebench.calibration import case_fingerprint
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.cluster.controller import Cluster
 from pytest_pdebench.evaluation import run_task
-from pytest_pdebench.settings import Settings
 from pytest_pdebench.plan import ItemPlan
+from pytest_pdebench.settings import Settings
 from pytest_pdebench.sources import Submission
 from pytest_pdebench.speed import probe_seconds
 from pytest_pdebench.testing.loopback import scheduler_address

@@ -26,10 +26,10 @@ from pathlib import Path
 from pytest_pdebench.calibration import ResolvedThresholds, case_fingerprint
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.evaluation import evaluate
-from pytest_pdebench.settings import Settings, item_directory
 from pytest_pdebench.libraries import detect_runtime, get_track
 from pytest_pdebench.plan import ItemPlan
 from pytest_pdebench.sandbox import Limits, get_backend
+from pytest_pdebench.settings import Settings, item_directory
 from pytest_pdebench.sources import Submission
 from pytest_pdebench.speed import probe_seconds
 

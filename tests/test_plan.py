@@ -16,10 +16,10 @@ from pytest_pdebench.attempts import run_attempts
 from pytest_pdebench.calibration import CalibrationStore, case_fingerprint
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.evaluation import VERDICT_FILE, Verdict, _fingerprint, evaluate
-from pytest_pdebench.settings import Settings
 from pytest_pdebench.placement import NoCalibration, PdeBenchWarning, Placement
 from pytest_pdebench.plan import ItemPlan, NoSibling, SiblingCheck
 from pytest_pdebench.scheduling import RunAhead
+from pytest_pdebench.settings import Settings
 from pytest_pdebench.sources import Draft, Submission
 from pytest_pdebench.testing import record_dict, write_calibration
 

@@ -31,16 +31,21 @@ for module in filter(None, sys.argv[2].split(",")):
 if deferred is not None:
     deferred.done()
     zygote._map_libraries(list(filter(None, sys.argv[4].split(","))))
+    code = sorted(zygote._ReadCode(list(filter(None, sys.argv[5].split(",")))).codes)
 from mpi4py import MPI
 mapped = sorted({line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith(".so")})
-print(json.dumps({"modules": sorted(set(sys.modules) - harness), "mpi": MPI.Is_initialized(), "mapped": mapped}))
+python = sorted(name for name, module in list(sys.modules.items())
+                if str(getattr(module, "__file__", "")).endswith(".py"))
+print(json.dumps({"modules": sorted(set(sys.modules) - harness), "mpi": MPI.Is_initialized(), "mapped": mapped,
+                  "python": python, "code": code if deferred is not None else []}))
 """
 
 
-def imported(runtime, modules: str, mode: str, home, libraries: tuple[str, ...] = ()) -> dict:
+def imported(runtime, modules: str, mode: str, home, libraries: tuple = (), code: tuple = ()) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **runtime.env}
     env = {key: value.replace("{cache}", str(home / "cache")) for key, value in env.items()}
-    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules, str(HARNESS_DIR), ",".join(libraries)],
+    done = subprocess.run([runtime.python, "-I", "-c", PROGRAM, mode, modules, str(HARNESS_DIR), ",".join(libraries),
+                           ",".join(code)],
                           env=env, cwd=home, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -52,7 +57,7 @@ def test_the_zygote_imports_a_subset_of_a_cold_run_and_leaves_no_trace(library, 
     track = get_track(library)
     home = tmp_path / "home"
     home.mkdir()
-    zygote = imported(runtime, track.zygote_preload, "zygote", home, track.zygote_libraries)
+    zygote = imported(runtime, track.zygote_preload, "zygote", home, track.zygote_libraries, track.zygote_code)
     assert not zygote["mpi"], "the zygote's imports started MPI"
     assert list(home.iterdir()) == [], f"the zygote's imports wrote {sorted(map(str, home.rglob('*')))[:5]}"
     cold = imported(runtime, track.preload, "cold", home)
@@ -64,6 +69,12 @@ def test_the_zygote_imports_a_subset_of_a_cold_run_and_leaves_no_trace(library, 
         found = [path for path in zygote["mapped"] if f"/{package}/" in path and fnmatch.fnmatch(path, f"*/{pattern}")]
         assert found, f"{pattern} mapped nothing"
         assert set(found) <= set(cold["mapped"]), found
+    # the packages whose bytecode it reads (none of it run): every module of theirs that a cold
+    # run imports from a .py file is among those read, under the name an import gives it
+    for package in track.zygote_code:
+        wanted = {name for name in cold["python"] if name == package or name.startswith(package + ".")}
+        assert wanted and wanted <= set(zygote["code"]), sorted(wanted - set(zygote["code"]))[:10]
+        assert package not in zygote["modules"]
 
 
 # ---- Runs of a submission that never names the track (issue 50) -----------------------------
@@ -128,6 +139,24 @@ def test_only_a_submission_that_names_the_track_gets_it_before_the_clock(library
         assert light["mpi"] is False
     _, full = run_track(library, runtime, tmp_path / "full", PLAIN, True, runner)
     assert full == {"track": [library], "mpi": True}
+
+
+READ_CODE = """
+import json, sys
+import firedrake, firedrake.mesh
+def solve(case_spec):
+    module = sys.modules["firedrake.mesh"]
+    json.dump({"loader": type(module.__loader__).__name__, "file": module.__file__,
+               "cells": firedrake.UnitSquareMesh(2, 2).num_cells()}, open("state.json", "w"))
+"""
+
+
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+def test_a_warm_firedrake_run_imports_the_code_its_zygote_read(runner, request, tmp_path):
+    runtime = request.getfixturevalue("firedrake_available")
+    _, state = run_track("firedrake", runtime, tmp_path, READ_CODE, True, runner)
+    assert state["loader"] == ("Loader" if runner == "warm" else "SourceFileLoader"), state
+    assert state["file"].endswith("/firedrake/mesh.py") and state["cells"] == 8
 
 
 @pytest.mark.parametrize("library", ["dolfinx", "firedrake"])

@@ -149,6 +149,9 @@ class PythonTrack(Track):
     # not load and relocate them again (``package/folder/name*suffix``; the package is found,
     # not imported)
     zygote_libraries: tuple[str, ...] = ()
+    # packages imported only after MPI starts: the zygote reads their modules' bytecode once,
+    # and a run's import executes it without finding, reading and unmarshalling it again
+    zygote_code: tuple[str, ...] = ()
 
     def warm_spec(self, solver_name: str, imports_track: bool = True):
         """What the warm runner needs for a run of ``solver_name``, or None."""
@@ -162,6 +165,7 @@ class PythonTrack(Track):
             start_mpi=imports_track,
             mpi_on_import=self.track_modules,
             zygote_libraries=self.zygote_libraries,
+            zygote_code=self.zygote_code,
         )
 
     def imports_track(self, files: Mapping[str, bytes]) -> bool:

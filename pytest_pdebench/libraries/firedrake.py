@@ -89,6 +89,7 @@ class FiredrakeTrack(PythonTrack):
         "mpi4py.MPI,numpy,scipy,ufl,FIAT,finat,gem,pytools,pytools.persistent_dict,pymbolic,islpy,loopy,"
         "h5py,sympy,pyadjoint,petsc4py"
     )
+    zygote_code = ("firedrake", "pyop2", "tsfc")  # about 0.1 s of each run's import (sandbox/zygote.py)
     defer_mpi = True
     kernel_rules = KERNEL_RULES
     # not measured here (no Firedrake runtime in CI): a first run compiles a kernel per

@@ -24,6 +24,7 @@ class WarmSpec:
     start_mpi: bool = True
     mpi_on_import: tuple[str, ...] = ()
     zygote_libraries: tuple[str, ...] = ()
+    zygote_code: tuple[str, ...] = ()  # packages whose modules' bytecode the zygote reads (zygote.py)
 
 
 class SandboxError(RuntimeError):

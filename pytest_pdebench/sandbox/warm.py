@@ -54,6 +54,7 @@ class Zygote:
         self.folder = tempfile.mkdtemp(prefix="pytest-pdebench-zygote-")
         argv = [python, "-I", str(ZYGOTE), *(["--defer-mpi"] if spec.defer_mpi else [])]
         argv += [f"--map={','.join(spec.zygote_libraries)}"] if spec.zygote_libraries else []
+        argv += [f"--code={','.join(spec.zygote_code)}"] if spec.zygote_code else []
         argv.append(spec.zygote_preload)
         try:
             self.process = subprocess.Popen(
@@ -134,7 +135,14 @@ _lock = threading.Lock()
 
 
 def _zygote_for(python: str, spec: WarmSpec, env: dict[str, str]) -> Zygote:
-    key = (python, spec.zygote_preload, spec.zygote_libraries, spec.defer_mpi, tuple(sorted(env.items())))
+    key = (
+        python,
+        spec.zygote_preload,
+        spec.zygote_libraries,
+        spec.zygote_code,
+        spec.defer_mpi,
+        tuple(sorted(env.items())),
+    )
     zygote = _zygotes.pop(key, None)
     if zygote is not None and not zygote.alive():
         zygote.close()
