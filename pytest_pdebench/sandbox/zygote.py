@@ -4,9 +4,9 @@
 
 It imports MODULES once, maps LIBRARIES (shared objects, not imported), and then serves
 runs sent by the harness over its stdin (a unix socket: one JSON request per message, the
-run's stdout, stderr and marker pipes attached). The harness has already started the run's sandbox, the same bubblewrap
-sandbox a fresh process gets, holding only a placeholder process; the request names its
-pid 1 (``ns_pid``). For each run:
+run's stdout, stderr and marker pipes attached). The harness has already started the run's
+sandbox, the same bubblewrap sandbox a fresh process gets, holding only a placeholder
+process; the request names its pid 1 (``ns_pid``). For each run:
 
     zygote ── joiner (joins the sandbox's namespaces) ── solver (in the sandbox's pid namespace)
 
@@ -265,13 +265,20 @@ class _CacheFilesDeferred:
 _deferred: _CacheFilesDeferred | None = None  # main's, for its runs
 
 
+def _package_folders(package: str) -> list:
+    """The folders of a top-level package, found without importing it (nothing of it runs)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    return list(spec.submodule_search_locations or []) if spec else []
+
+
 class _ReadCode:
     """The code objects of every module under some packages, read in the zygote; in a run,
     a finder that imports those modules from them (before the path finder, after any hook)."""
 
     def __init__(self, packages: list):
         import importlib.machinery
-        import importlib.util
 
         self.codes: dict = {}
         machinery = importlib.machinery
@@ -279,8 +286,7 @@ class _ReadCode:
         sys.dont_write_bytecode = True  # a missing .pyc is compiled here, never written out here
         try:
             for package in packages:
-                spec = importlib.util.find_spec(package)  # a top-level name: its folder, nothing run
-                for root in (spec.submodule_search_locations or []) if spec else []:
+                for root in _package_folders(package):
                     self._read(package, root, machinery.SourceFileLoader)
         finally:
             sys.dont_write_bytecode = writes
@@ -330,14 +336,11 @@ def _map_libraries(patterns: list) -> None:
     """dlopen each shared object ``package/folder/name*suffix`` names, as an import would
     (RTLD_NOW, local symbols) but running none of its Python; one that fails is left to the
     run's import. (No glob module: nothing a run would not have imported itself.)"""
-    import importlib.util
-
     for pattern in patterns:
         package, _, relative = pattern.partition("/")
         folder_part, _, name = relative.rpartition("/")
         prefix, _, suffix = name.partition("*")
-        spec = importlib.util.find_spec(package)  # a top-level name: its folder, nothing run
-        for root in (spec.submodule_search_locations or []) if spec else []:
+        for root in _package_folders(package):
             folder = os.path.join(root, folder_part)
             names = os.listdir(folder) if os.path.isdir(folder) else []
             for found in sorted(n for n in names if n.startswith(prefix) and n.endswith(suffix)):
