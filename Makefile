@@ -23,7 +23,8 @@ test: $(STAMP)
 
 # under 3 minutes on 2 shared cores; the markers are given in tests/conftest.py
 check: $(STAMP)
-	$(VENV)/bin/pytest -m "not (docker or cluster or firedrake or slow)" -q -n $(JOBS)
+	$(VENV)/bin/pytest -m "not (docker or cluster or firedrake or slow or alone)" -q -n $(JOBS)
+	$(VENV)/bin/pytest -m "alone and not (docker or cluster or firedrake or slow)" -q
 
 # measure e_base/t_base of every case on this machine and store them in the records
 # (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures).

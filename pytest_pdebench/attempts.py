@@ -44,6 +44,7 @@ def run_attempts(source: Source, plan: ItemPlan, settings: Settings, gates: Gate
                 record,
                 library,
                 source.label,
+                settings,
                 reason=draft.reason,
                 artifacts=str(attempt_dir),
                 source_failure=draft.source_failure,

@@ -30,16 +30,15 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
-from .bundled import baselines_folder
 from .calibration import baseline_figures, case_fingerprint
 from .evaluation import BaselineFailure, baseline_settings, evaluate
 from .kept_baselines import PASS_RUNS
 from .libraries import RuntimeMissing
+from .machine_lock import others_running, timing_alone
 from .plan import ItemPlan
 from .reference import missing_case_data
 from .sources.folder import NoSubmission
@@ -56,34 +55,7 @@ BARRIER_POLL_SEC = 0.5
 READY_SEC = 120.0  # the workers' start: each collects the cases first
 WORKER_START_SEC = 600.0  # a worker that has not begun its share by then is not waited for
 PROGRESS_EVERY_SEC = 20.0
-
-
-def runs_lock() -> Path:
-    """Held shared by every session on this machine while its submissions run."""
-    return baselines_folder() / "runs.lock"
-
-
-@contextmanager
-def submissions_running() -> Iterator[None]:
-    """This process's share of ``runs.lock`` while its items run."""
-    path = runs_lock()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        yield
-
-
-def others_running() -> bool:
-    """Whether some session's submissions run on this machine now (``runs.lock`` is held)."""
-    path = runs_lock()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    return False
+MIN_CORE_SHARE = 0.9  # of a core, in every timed run of a timing that is kept
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,16 +260,31 @@ class BaselinePass:
         fingerprint = case_fingerprint(record, library)
         settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS, warm_up=True)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
-        busy = others_running()
-        try:
-            verdict = evaluate(plan, oracle, "oracle", settings)
-        except (RuntimeMissing, BaselineFailure) as exc:
-            return f"not timed: {exc}"
-        except Exception as exc:  # noqa: BLE001 - a reference or a sandbox that fails here fails its item too, and says so there
-            return f"not timed: {type(exc).__name__}: {str(exc)[:200]}"
-        busy = busy or others_running()
+        with timing_alone() as alone:  # no submission of any session starts while this runs
+            if not alone():
+                return "not kept: another session runs submissions on this machine"
+            try:
+                verdict = evaluate(plan, oracle, "oracle", settings)
+            except (RuntimeMissing, BaselineFailure) as exc:
+                return f"not timed: {exc}"
+            except Exception as exc:  # noqa: BLE001 - a reference or a sandbox that fails here fails its item too, and says so there
+                return f"not timed: {type(exc).__name__}: {str(exc)[:200]}"
         if verdict.outcome != "PASS" or verdict.calibration_problem:
             return f"not kept: the oracle's run {verdict.outcome}: {verdict.reason or verdict.calibration_problem}"
-        if busy:
-            return "not kept: another session ran submissions on this machine meanwhile"
+        starved = starved_because(verdict.cores_least)
+        if starved:
+            return f"not kept: {starved}"
         return run.timing.keep(record, library, fingerprint, oracle.fingerprint, baseline_figures(verdict.to_dict()))
+
+
+def starved_because(cores_least: float | None) -> str | None:
+    """Why a timing shows that the oracle did not have its core to itself, or None: it got
+    less than MIN_CORE_SHARE of a core in a timed run (CPU seconds over the window; the
+    oracle is one process that computes, so a quiet machine gives it about 1). Unmeasured
+    (a container's run): the lock alone decides."""
+    if cores_least is None or cores_least >= MIN_CORE_SHARE:
+        return None
+    return (
+        f"the oracle got {cores_least:.2f} of a core while timed (at least {MIN_CORE_SHARE} on a quiet machine): "
+        "something else ran on its core"
+    )

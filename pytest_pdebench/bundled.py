@@ -9,7 +9,6 @@ that name (its own ``cases/``, say) takes precedence where the caller passes its
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
@@ -78,34 +77,3 @@ def case_source(rootdir: Path | None) -> Path:
     if rootdir is not None and (rootdir / "cases").is_dir() and count_records(rootdir / "cases"):
         return rootdir / "cases"
     return bundled("cases")
-
-
-# what a run must never see (issue 46): the cases and their references, the calibrations,
-# the oracle's solvers; a wheel carries them inside the package, so every installed copy
-# of the package is hidden whole (a run needs none of it: runner.py is mounted alone)
-ANSWER_KEY = ("cases", "calibrations", "submissions")
-INSTALLED_COPIES = (
-    "lib/python3*/site-packages/pytest_pdebench",
-    "lib/python3*/dist-packages/pytest_pdebench",
-    "lib/python3/dist-packages/pytest_pdebench",
-    "local/lib/python3*/dist-packages/pytest_pdebench",
-    "local/lib/python3*/site-packages/pytest_pdebench",
-)
-
-
-@functools.lru_cache(maxsize=64)
-def answer_key_within(root: str) -> tuple[str, ...]:
-    """The folders under ``root`` (a folder a run sees read-only, such as the track's
-    Python prefix or /usr) that hold the suite's answers: this package wherever it is
-    installed, any other installed copy of it, and the checkout's answer-key folders."""
-    top = Path(root).resolve()
-    answers_cache().mkdir(parents=True, exist_ok=True)  # made now, so that a later answer is hidden too
-    candidates = [PACKAGE, *(CHECKOUT / name for name in ANSWER_KEY), answers_cache()]
-    if top.is_dir():
-        candidates += [match for pattern in INSTALLED_COPIES for match in top.glob(pattern)]
-    found = []
-    for candidate in candidates:
-        resolved = candidate.resolve()
-        if resolved.is_dir() and resolved.is_relative_to(top):
-            found.append(str(resolved))
-    return tuple(dict.fromkeys(found))

@@ -49,7 +49,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,6 +64,7 @@ from .grid import EvalGrid, valid_mask
 from .kept_baselines import KEPT_SOURCE
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import reference_fields
+from .run_files import remove_tree
 from .sandbox import Limits
 from .settings import Settings
 from .sources import Submission
@@ -111,6 +111,7 @@ class Verdict(RunFacts):
     timed_errors: list[float] = field(default_factory=list)  # each timed run's rel. L2 error
     run_difference: float | None = None  # largest ||u_timed - u_gated|| / ||u_ref|| on the grid
     cores_used: float | None = None  # largest CPU seconds per second of window over the timed runs
+    cores_least: float | None = None  # the smallest: under 1 when a run waited for the CPU (or slept)
     flags: list[str] = field(default_factory=list)  # what the verdict does not decide but a reader should see
     rmse: float | None = None
     mae: float | None = None
@@ -133,6 +134,7 @@ class Verdict(RunFacts):
     case_fingerprint: str = ""
     llm: dict[str, Any] | None = None  # --pde-model: the model, every attempt, tokens and cost
     alphas: dict[str, float] | None = None  # the multipliers and bounds tau_acc and tau_time came from
+    gate_options: dict = field(default_factory=dict)  # options that moved a gate from the paper's (settings.py)
     timed_failure: str | None = None  # a timed run that failed (an F-Acc near miss's too)
     source_failure: bool = False  # F-Exec that is not the solver's: an agent crashed or hit a limit
     variant_seed: int | None = None  # --pde-variants: the seed of the variant the item ran on
@@ -143,7 +145,9 @@ class Verdict(RunFacts):
     resumed: bool = False  # --pde-resume: read back from the item's folder, earned by an earlier run
 
     @classmethod
-    def for_item(cls, record: CaseRecord, library: str, source: str, **fields) -> Verdict:
+    def for_item(cls, record: CaseRecord, library: str, source: str, settings: Settings, **fields) -> Verdict:
+        """A new verdict of ``record`` on ``library``, with the gate options it is judged under."""
+        fields = {"gate_options": dict(settings.gate_options), **fields}
         variant = record.evaluation_metadata.variant
         if variant is not None:
             fields = {"variant_seed": variant.seed, "variant_of": variant.of, **fields}
@@ -200,6 +204,8 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
         settings.calibrate,
         settings.sandbox,
     ]
+    if settings.gate_options:  # a verdict under moved gates is no verdict under the paper's
+        parts.append([list(option) for option in settings.gate_options])
     if settings.sibling:
         parts.append("sibling")
     if settings.warm_up:
@@ -315,6 +321,7 @@ def _judged(
         record,
         library,
         source_label,
+        settings,
         submission=submission.origin,
         submission_fingerprint=submission.fingerprint,
         sandbox=settings.sandbox,
@@ -337,8 +344,7 @@ def _judged(
         stored_names = ("e_base", "t_base", "tau_acc", "tau_time", "t_first_base", "tau_first")
         verdict.stored = {name: getattr(plan.stored, name) for name in stored_names}
         verdict.stored["source"] = plan.stored.source
-    if item_dir.exists():
-        shutil.rmtree(item_dir)
+    remove_tree(item_dir)  # an agent's workspace may be in it: links removed, never followed
     item_dir.mkdir(parents=True)
     for name, content in {**task.input_files(), **submission.files}.items():  # the audit's inputs
         (item_dir / name).write_bytes(content)
@@ -560,6 +566,7 @@ class _Judge:
             if output.cpu_sec is not None and done.timed_runs[number - 1] > 0:
                 window = done.timed_runs[number - 1]
                 verdict.cores_used = max(verdict.cores_used or 0.0, output.cpu_sec / window)
+                verdict.cores_least = min(verdict.cores_least or float("inf"), output.cpu_sec / window)
                 if output.cpu_sec > CORES_FLAG * window + CORES_SLACK_SEC and not verdict.flags:
                     verdict.flags.append(
                         f"timed run {number} used {output.cpu_sec / window:.2f} cores over its "

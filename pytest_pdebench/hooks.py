@@ -26,8 +26,8 @@ def start_benchmark(config: pytest.Config) -> None:
     is one, this module's hooks registered for it."""
     import sys
 
+    from .notices import PdeBenchWarning
     from .options import run_from_config
-    from .placement import PdeBenchWarning
     from .session import pin_worker, terminate_as_interrupt
 
     run = run_from_config(config)
@@ -64,7 +64,7 @@ def _sweep(backend) -> None:
     reported and the run goes on (each run removes its own container)."""
     import warnings
 
-    from .placement import PdeBenchWarning
+    from .notices import PdeBenchWarning
 
     try:
         backend.sweep()
@@ -87,6 +87,7 @@ def pytest_report_header(config: pytest.Config):
         f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
         f"pdebench: cases {meta['cases']} ({run.case_count} records)",
         *([run.timing.local_line()] if run.times_baselines() else []),
+        *([f"pdebench WARNING: {meta['gates']} (every verdict says so)"] if meta.get("gates") else []),
         *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
     ]
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from .run_folders import freeze, remove_tree
+from .run_files import HeldFolder, UnsafeOutput, remove_tree
+from .run_folders import freeze
 
 ELF_MAGIC = b"\x7fELF"
 ET_DYN = 3
@@ -189,17 +190,17 @@ def is_shared_object(content: bytes) -> bool:
     return covered == len(content)
 
 
-def _open_regular(path: str | Path, max_bytes: int) -> int | None:
-    """A descriptor on ``path`` if it is a regular file (not a link) of at most max_bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+def _kernel_bytes(folder: HeldFolder, name: str, info: os.stat_result, rule: KernelRule) -> bytes | None:
+    """What a kernel file holds (nothing for a marker, kept empty), or None if it is not a
+    regular file within its rule's size (a FIFO, a device or an oversize file is no kernel)."""
+    if not stat.S_ISREG(info.st_mode) or info.st_size > rule.max_bytes:
         return None
-    info = os.fstat(fd)
-    if stat.S_ISREG(info.st_mode) and info.st_size <= max_bytes:
-        return fd
-    os.close(fd)
-    return None
+    if rule.keep == "empty":
+        return b""
+    try:
+        return folder.read(name, rule.max_bytes)
+    except UnsafeOutput:
+        return None
 
 
 class KernelCache:
@@ -265,20 +266,15 @@ class KernelCache:
         and ``max_bytes`` bytes. Drop everything else, and say so."""
         harvest = Harvest()
         accepted: list[tuple[str, KernelRule, bytes]] = []
-        root = str(run_cache)
-        for folder, _subfolders, names in os.walk(root):  # os.walk does not follow links
-            for name in sorted(names):
-                path = os.path.join(folder, name)
-                if stat.S_ISLNK(os.lstat(path).st_mode):
-                    continue  # a stored kernel, or a link the run made: never followed
-                relative = os.path.relpath(path, root)
+        with HeldFolder(run_cache) as held:  # the run's: by descriptor, links never followed
+            for relative, folder, name, info in held.walk():
+                if stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                    continue  # a stored kernel's link, or a link the run made: never followed
                 rule = _rule_for(self.rules, relative)
-                fd = _open_regular(path, rule.max_bytes) if rule else None  # a FIFO or folder is no kernel
-                if rule is None or fd is None:
+                content = _kernel_bytes(folder, name, info, rule) if rule else None
+                if rule is None or content is None:
                     harvest.note_drop(relative)
                     continue
-                with os.fdopen(fd, "rb") as source:
-                    content = source.read(rule.max_bytes + 1) if rule.keep != "empty" else b""
                 if rule.accepts(content):
                     accepted.append((relative, rule, content))
                 else:

@@ -17,9 +17,10 @@ from .calibration import Alphas, CalibrationStore
 from .cases import LIBRARIES
 from .placement import SIBLING_SEED
 from .session import PdeRun, terminate_as_interrupt
-from .settings import Settings
+from .settings import Settings, gate_options
 from .shards import Shard, ShardError
 from .sources.folder import DirectorySource
+from .visibility import never_show
 
 
 def run_from_config(config: pytest.Config) -> PdeRun | None:
@@ -53,7 +54,8 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         )
     if opt.pde_runs < 1:
         raise pytest.UsageError("--pde-runs must be at least 1")
-    baseline = _baseline(opt, validate)
+    baseline, default_baseline = _baseline(opt, validate)
+    alphas = Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max)
     settings = Settings(
         output_dir=Path("."),
         runs=opt.pde_runs,
@@ -62,13 +64,14 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         sandbox=opt.pde_sandbox,
         calibrate=opt.pde_calibrate or validate,
         resume=opt.pde_resume,
-        alphas=Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max),
+        alphas=alphas,
         images=_image_overrides(opt.pde_image),
         runner=opt.pde_runner,
         baseline=baseline,
         oracle_dir=_oracle_dir(opt, rootdir),
         variant_seed=opt.pde_variants,
         sibling=opt.pde_sibling,
+        gate_options=gate_options(alphas, baseline, default_baseline),
     )  # the output folder below, once the source has named the run
     if opt.pde_model:
         from .sources.model import model_source_from_options  # the model client's modules: only for a model's run
@@ -100,6 +103,14 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
                 f"--pde-submissions: no solver files in {submissions} (expected <library>/<case_id>.py, "
                 "<library>/<family>.py or <library>/solver.py; .cpp for dealii: see the solver contract)"
             )
+    # what the session reads and writes is never shown to a run or an agent (visibility.py)
+    never_show(
+        cases_path if cases_path.is_dir() else cases_path.parent,
+        calibrations,
+        settings.oracle_dir,
+        settings.output_dir,
+        getattr(getattr(source, "cache", None), "directory", None),  # a model's answers
+    )
     cluster = _cluster(config, libraries, settings) if opt.pde_cluster and not validate else None
     if cluster is not None:
         settings = dataclasses.replace(settings, remote_runtimes=cluster.runtimes(libraries))
@@ -158,8 +169,9 @@ def _image_overrides(values: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(chosen.items()))
 
 
-def _baseline(opt, validate: bool) -> str:
-    """--pde-baseline, checked against the options it goes with (paired under --pde-variants)."""
+def _baseline(opt, validate: bool) -> tuple[str, str]:
+    """--pde-baseline, checked against the options it goes with (paired under --pde-variants),
+    and what it would be without the option."""
     if opt.pde_variants is not None and not 0 <= opt.pde_variants < SIBLING_SEED:
         raise pytest.UsageError(f"--pde-variants: the seed must be in 0..{SIBLING_SEED - 1}, not {opt.pde_variants}")
     live = opt.pde_variants is not None or opt.pde_sibling
@@ -169,7 +181,8 @@ def _baseline(opt, validate: bool) -> str:
             "--pde-calibrate or --pde-validate (`pdebench variants` writes variants to validate)"
         )
     default = "stored" if opt.pde_calibrate or validate or getattr(opt, "pde_cluster", None) else "local"
-    baseline = opt.pde_baseline or ("paired" if opt.pde_variants is not None else default)
+    default = "paired" if opt.pde_variants is not None else default
+    baseline = opt.pde_baseline or default
     if baseline == "stored" and opt.pde_variants is not None:
         raise pytest.UsageError("--pde-variants: a variant has no stored calibration; its baseline is paired")
     if baseline in ("paired", "local") and (opt.pde_calibrate or validate):
@@ -179,7 +192,7 @@ def _baseline(opt, validate: bool) -> str:
             "--pde-baseline=local keeps this machine's baselines; on a cluster use 'stored' (each worker class's "
             "calibration) or 'paired'"
         )
-    return baseline
+    return baseline, default
 
 
 def _oracle_dir(opt, rootdir: Path) -> Path:

@@ -21,6 +21,7 @@ from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
 from .cases import CaseRecord
 from .kept_baselines import LocalBaselines
 from .libraries import get_track
+from .notices import PdeBenchWarning  # noqa: F401 - also imported from here
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import missing_case_data
 from .settings import Settings, item_directory
@@ -30,10 +31,6 @@ from .sources.folder import DirectorySource, NoSubmission
 if TYPE_CHECKING:
     from .cluster.controller import Cluster
     from .execution import Executor
-
-
-class PdeBenchWarning(UserWarning):
-    pass
 
 
 class NoCalibration(Exception):

@@ -194,6 +194,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "item's sandbox, with {workdir}, {prompt_file} and {model} filled in",
     )
     agent.addoption(
+        "--pde-agent-dir",
+        action="append",
+        metavar="DIR",
+        help="a command agent's own folder (its program, its virtual environment): visible read-only "
+        "at its own path in the sandbox, where nothing else of the host is (repeatable)",
+    )
+    agent.addoption(
         "--pde-agent-timeout",
         type=float,
         default=1800.0,

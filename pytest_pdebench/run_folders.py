@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from .run_files import remove_tree
 
 FROZEN_TIME = 1577836800  # 2020-01-01 00:00:00 UTC: the atime and mtime of all the harness provides
 
@@ -100,21 +101,6 @@ def freeze_tree(root: Path) -> None:
         for name in files + subfolders:
             freeze(os.path.join(folder, name))
     freeze(root)
-
-
-def remove_tree(folder: Path) -> None:
-    """Remove what a run left, folders it made unwritable or unreadable included."""
-
-    def writable_again(function, path, _):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            if not os.path.islink(path):
-                os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass
-
-    shutil.rmtree(folder, onerror=writable_again)
 
 
 def tree_bytes(*roots: Path) -> int:

@@ -25,7 +25,7 @@ from .cases import CaseRecord
 from .kept_baselines import KeptBaselines
 from .libraries import RuntimeMissing
 from .placement import SIBLING_SEED, Placement
-from .settings import Settings
+from .settings import Settings, gates_note
 from .shards import Shard
 from .sources import Source
 from .sources.folder import DirectorySource
@@ -173,7 +173,8 @@ class PdeRun:
         submission runs (baseline_pass.py); then the items, with this process counted among
         those running submissions on the machine. An xdist controller runs no item: it shows
         its workers' progress on the baselines."""
-        from .baseline_pass import BaselinePass, Coordination, ProgressWatch, submissions_running
+        from .baseline_pass import BaselinePass, Coordination, ProgressWatch
+        from .machine_lock import submissions_running
 
         writer = self.config.get_terminal_writer()
         if self.config.pluginmanager.hasplugin("dsession"):
@@ -191,10 +192,7 @@ class PdeRun:
                 worker = given.get("workerid", "gw0")
                 coordination = Coordination(Path(shared), worker, workers(self.config))
             BaselinePass(self, writer.line, coordination).time_all(session.items)
-        if self.settings.calibrate or self.validate:
-            yield  # the oracle's own runs: nothing a kept baseline must be kept from
-            return
-        with submissions_running():
+        with submissions_running(writer.line):  # the oracle's calibration runs load the machine too
             yield
 
     def prefetch(self, items) -> None:
@@ -242,6 +240,7 @@ class PdeRun:
             "sandbox": self.settings.sandbox,
             "mode": self.mode,
             "baseline": self.settings.baseline,
+            **({"gates": gates_note(dict(self.settings.gate_options))} if self.settings.gate_options else {}),
             **({"oracle": str(self.settings.oracle_dir)} if self.settings.baseline == "paired" else {}),
             **({"variant_seed": self.settings.variant_seed} if self.settings.variant_seed is not None else {}),
             **({"sibling_seed": SIBLING_SEED + (self.settings.variant_seed or 0)} if self.settings.sibling else {}),

@@ -33,6 +33,9 @@ class Settings:
     oracle_dir: Path | None = None  # the oracle's solvers (paired baselines)
     variant_seed: int | None = None  # --pde-variants: the items run on their variants of this seed
     sibling: bool = False  # --pde-sibling: a passing solver also runs on a variant no prompt showed
+    # the options that change a gate from the paper's (alphas, taus, a baseline mode other than
+    # the default): every verdict records them, the header and the report say so
+    gate_options: tuple[tuple[str, object], ...] = ()
 
     def runner_for(self, library: str) -> str:
         """The runner the library's runs get: warm (sandbox/warm.py) under bubblewrap for
@@ -68,3 +71,30 @@ def item_directory(settings: Settings, library: str, case_id: str, machine: str 
     """The item's audit folder; ``machine``: one of several a cluster calibrates at once."""
     folder = settings.output_dir / library
     return (folder / machine if machine else folder) / case_id
+
+
+# the gates' defaults (cases.EvaluationConfig's), and which way an option moves them
+GATE_DEFAULTS = {"alpha_acc": 10.0, "alpha_time": 3.0, "tau_min": 1e-6, "tau_max": 8e-3}
+
+
+def gate_options(alphas: Alphas, baseline: str, default_baseline: str) -> tuple[tuple[str, object], ...]:
+    """The options that change a gate: each alpha or tau given, and the baseline mode if it
+    is not the default for the run."""
+    given = [(name, getattr(alphas, name)) for name in GATE_DEFAULTS if getattr(alphas, name) is not None]
+    if baseline != default_baseline:
+        given.append(("baseline", baseline))
+    return tuple(given)
+
+
+def gates_note(options: dict, thresholds_only: bool = False) -> str:
+    """How the options moved the gates, for a header and a report ("" for none): "thresholds
+    loosened: tau_max 1" (a larger alpha or tau lets more pass), "tightened", and another
+    baseline unless ``thresholds_only`` (a report tells baselines apart by the calibration
+    each verdict names)."""
+    loosened = [f"{k} {v:g}" for k, v in options.items() if k in GATE_DEFAULTS and float(v) > GATE_DEFAULTS[k]]
+    tightened = [f"{k} {v:g}" for k, v in options.items() if k in GATE_DEFAULTS and float(v) < GATE_DEFAULTS[k]]
+    parts = [f"thresholds loosened: {', '.join(loosened)}"] if loosened else []
+    parts += [f"thresholds tightened: {', '.join(tightened)}"] if tightened else []
+    if "baseline" in options and not thresholds_only:
+        parts.append(f"baseline {options['baseline']} (not the default)")
+    return "; ".join(parts)

@@ -307,6 +307,16 @@ SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this
 SOLVE_ONLY_REFERENCE = 0.1  # and the stored part's error estimate be at most this share of every tau_acc
 
 
+def u_m_miss(record: CaseRecord) -> dict[str, float]:
+    """Per track, the evaluator's error of the manufactured u alone (what the data's text may
+    give) against the solution, in multiples of the track's tau_acc: what the threat model
+    promises is at least SOLVE_ONLY_TAUS. Empty for a record without a solve-only part."""
+    part = record.evaluation_metadata.solve_only
+    if part is None:
+        return {}
+    return {library: part.miss / t.tau_acc for library, t in record.evaluation_metadata.thresholds.items()}
+
+
 def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     """A solve-only part (authoring/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 
 from pytest_pdebench.testing import REPO, missing, outcomes_from_report, record_dict, write_calibration, write_jsonl
+from pytest_pdebench.testing.agent_runs import (PRICE_IN, PRICE_OUT, SECRET, agent_bench, agent_options, command_agent,
+                                                run_agent)
 from pytest_pdebench.testing.llm_server import ScriptedServer
 
 pytestmark = pytest.mark.usefixtures("dolfinx_available")
 
-SECRET = "sk-the-harness-own-secret-0451"
-PRICE_IN, PRICE_OUT = 3.0, 15.0  # USD per million tokens, in the test registry
-TINY_AGENT = Path(__file__).parent / "data" / "agents" / "tiny_agent.py"
 MODELS = ("agent-correct", "agent-stale-output", "agent-embed", "agent-network", "agent-env", "agent-snoop", "agent-link",
           "agent-loop", "agent-sleep", "agent-repair")
 
@@ -35,30 +34,10 @@ def server():
 
 @pytest.fixture
 def bench(tmp_path, server):
-    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
-    write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0)
-    (tmp_path / "models.toml").write_text("".join(
-        f'[models.{name}]\nmodel = "{name}"\nbase_url = "{server.url}"\napi_key_env = "PDEBENCH_TEST_KEY"\n'
-        f"input_usd_per_mtok = {PRICE_IN}\noutput_usd_per_mtok = {PRICE_OUT}\n\n" for name in MODELS))
-    return tmp_path
+    return agent_bench(tmp_path, server.url, MODELS)
 
 
-def run(bench, model, agent, *extra):
-    report = bench / f"report-{model}.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
-         f"--pde-cases={bench / 'cases.jsonl'}", f"--pde-model={model}", f"--pde-models={bench / 'models.toml'}",
-         f"--pde-agent={agent}", f"--pde-calibrations={bench / 'calibrations'}", f"--pde-output={bench / 'out'}",
-         f"--pde-llm-cache={bench / 'cache'}", "--json-report", f"--json-report-file={report}", *extra],
-        cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})
-    outcomes = outcomes_from_report(report) if report.exists() else {}
-    assert "toy_a" in outcomes, done.stdout[-3000:] + done.stderr[-2000:]
-    return outcomes["toy_a"], bench / "out" / "dolfinx" / "toy_a"
-
-
-def command_agent(steps: int = 8) -> str:
-    return f"python {TINY_AGENT} {{prompt_file}} --steps {steps}"
+run = run_agent
 
 
 AGENTS = {"mini-swe-agent": "mini-swe-agent", "command": command_agent()}
@@ -186,7 +165,7 @@ def test_the_run_budget_stops_the_agent_and_skips_the_items_after_it(bench, serv
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx", "-rs",
          f"--pde-cases={bench / 'cases.jsonl'}", "--pde-model=agent-loop", f"--pde-models={bench / 'models.toml'}",
-         f"--pde-agent={command_agent()}", f"--pde-calibrations={bench / 'calibrations'}", "--pde-budget=0.02",
+         *agent_options(command_agent()), f"--pde-calibrations={bench / 'calibrations'}", "--pde-budget=0.02",
          f"--pde-llm-cache={bench / 'cache'}",
          f"--pde-output={bench / 'out'}", "--json-report", f"--json-report-file={report}"],
         cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "PDEBENCH_TEST_KEY": SECRET})

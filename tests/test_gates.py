@@ -255,3 +255,23 @@ def test_the_first_run_gate_holds_the_gated_run_to_alpha_time_times_the_baseline
     assert outcome_under("PASS", 1e-5, [1e-5], None, 0.1, 1e-3, 1.5, 2.3, 2.4) == "PASS"
     assert outcome_under("PASS", 1e-5, [1e-5], None, 0.1, 1e-3, 1.5) == "PASS"
     assert ResolvedThresholds.from_baseline(1e-4, 0.5, 10.0, 3.0, 1e-6, 8e-3, "test").tau_first is None
+
+
+@pytest.mark.fem
+def test_a_gate_moved_by_an_option_is_said_in_the_header_and_every_verdict(dolfinx_available, tmp_path):
+    """Issue 62: --pde-tau-max=1 let a solver writing the text's closed form PASS unmarked."""
+    from pytest_pdebench.testing import NUMPY_PRELUDE, run_track, toy_cases
+
+    solver = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec)\n    write(1.01 * u, x, y)\n"
+    cases, submissions = toy_cases(tmp_path, "dolfinx", {"near": solver}, e_base=1e-4)
+    calibrations = f"--pde-calibrations={tmp_path / 'calibrations'}"
+    done, verdicts = run_track(tmp_path, "dolfinx", cases, submissions, calibrations)
+    assert verdicts["near"]["outcome"] == "F-Acc", done.stdout[-2000:]
+    assert verdicts["near"]["gate_options"] == {"baseline": "stored"}  # run_track's, for tests where timing is not the point
+    assert "thresholds loosened" not in done.stdout
+    done, verdicts = run_track(tmp_path, "dolfinx", cases, submissions, calibrations, "--pde-tau-max=1",
+                               "--pde-alpha-acc=200")  # fmt: skip
+    assert verdicts["near"]["outcome"] == "PASS", done.stdout[-2000:]
+    assert verdicts["near"]["gate_options"] == {"alpha_acc": 200.0, "tau_max": 1.0, "baseline": "stored"}
+    assert ("pdebench WARNING: thresholds loosened: alpha_acc 200, tau_max 1; baseline stored (not the default) "
+            "(every verdict says so)") in done.stdout

@@ -4,6 +4,8 @@ between sessions (``--pde-baseline=local``, the default: baseline_pass.py, kept_
 from __future__ import annotations
 
 import json
+import os
+import select
 import shutil
 import subprocess
 import sys
@@ -12,14 +14,15 @@ import time
 
 import pytest
 
-from pytest_pdebench.baseline_pass import Coordination, Wanted, others_running, progress, submissions_running
+from pytest_pdebench.baseline_pass import MIN_CORE_SHARE, Coordination, Wanted, progress, starved_because
 from pytest_pdebench.calibration import baseline_figures, warmup_setting
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.execution import RunTask, execute
 from pytest_pdebench.kept_baselines import KEPT_TOLERANCE, BaselineKey, KeptBaselines, conditions_key
+from pytest_pdebench.machine_lock import LOCK_FOLDER, others_running, submissions_running, timing_alone
 from pytest_pdebench.sandbox import Limits
 from pytest_pdebench.sources import Submission
-from pytest_pdebench.testing import HOSTILE_NEIGHBOUR, NUMPY_PRELUDE, ORACLE, REPO, run_track
+from pytest_pdebench.testing import HOSTILE_NEIGHBOUR, NUMPY_PRELUDE, ORACLE, REPO, run_track, track_command
 
 CONDITIONS = conditions_key({"workers": 1, "runs": 3, "sandbox": "bubblewrap", "runner": "warm", "kernel_store": 1})
 KEY = BaselineKey("poisson_a_000", "f" * 16, "o" * 16, CONDITIONS)
@@ -27,7 +30,7 @@ FIGURES = {"e_base": 1e-4, "t_base": 2.0, "timed_runs": [2.0, 2.0, 2.0], "t_firs
 CASE = "poisson_smooth_kappa_annulus_000"  # a steady manufactured case, about 2 s a run
 LOCAL = "--pde-baseline=local"  # the default; run_track's is stored, where timing is not the point
 HOLD = (
-    "import time\nfrom pytest_pdebench.baseline_pass import submissions_running\n"
+    "import time\nfrom pytest_pdebench.machine_lock import submissions_running\n"
     "with submissions_running():\n    print('holding', flush=True)\n    time.sleep(600)"
 )
 
@@ -154,19 +157,69 @@ def test_a_damaged_file_loses_its_entries_not_the_run(tmp_path):
     assert kept.keep("dolfinx", KEY, FIGURES, probe_sec=0.1) == "kept for the next sessions"
 
 
+@pytest.mark.alone
 def test_a_session_running_submissions_is_seen_by_every_other(tmp_path, monkeypatch):
-    monkeypatch.setenv("PDEBENCH_BASELINES", str(tmp_path))
     assert not others_running()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True)
+    # another HOME, another cache root: the lock is the machine's, in one fixed place
+    env = {**os.environ, "HOME": str(tmp_path / "other-home"), "PDEBENCH_CACHE": str(tmp_path / "other-cache")}
+    env.pop("PDEBENCH_BASELINES", None)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert holder.stdout.readline().strip() == "holding"
         assert others_running()
+        with timing_alone() as alone:
+            assert not alone()
         with submissions_running():  # sessions running submissions share it
             assert others_running()
     finally:
         holder.kill()
         holder.wait()
     assert not others_running()  # a killed session lets go
+    with timing_alone() as alone:
+        assert alone()
+
+
+@pytest.mark.alone
+def test_no_submission_starts_while_a_kept_timing_runs(tmp_path):
+    """A session that starts its items while another's timing runs waits for it to end."""
+    with timing_alone() as alone:
+        assert alone()
+        holder = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)
+            assert not select.select([holder.stdout], [], [], 0)[0]  # it waits: nothing printed yet
+            assert others_running()  # but it said it is about to run: no other timing begins now
+        except BaseException:
+            holder.kill()
+            raise
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # the timing ended: it starts
+        assert others_running()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_machine_lock_refuses_what_is_planted_in_its_place(tmp_path, monkeypatch):
+    """A link or FIFO where a lock file should be: no timing is kept (never followed, never hangs)."""
+    from pytest_pdebench import machine_lock
+
+    monkeypatch.setattr(machine_lock, "LOCK_FOLDER", tmp_path)
+    (tmp_path / machine_lock.SUBMISSIONS).symlink_to(tmp_path / "elsewhere")
+    os.mkfifo(tmp_path / machine_lock.TIMINGS)
+    assert others_running()  # cannot tell: counts as busy
+    with timing_alone() as alone:
+        assert not alone()
+    with submissions_running(lambda line: None):  # said, and passed over
+        pass
+    assert not (tmp_path / "elsewhere").exists()
+    assert str(LOCK_FOLDER) in ("/run/lock", "/var/lock", "/tmp")
+
+
+def test_a_timing_that_did_not_get_its_core_is_not_kept():
+    assert starved_because(None) is None and starved_because(0.97) is None
+    assert "0.31 of a core" in starved_because(0.31)
+    assert MIN_CORE_SHARE == 0.9
 
 
 def test_workers_share_out_the_timings_and_wait_for_each_other(tmp_path):
@@ -227,6 +280,7 @@ def pass_said(session_dir, case_id: str) -> str:
 
 
 @pytest.mark.fem
+@pytest.mark.alone
 def test_the_first_session_times_the_oracle_first_and_the_next_one_reuses(dolfinx_available, tmp_path, monkeypatch):
     monkeypatch.setenv("PDEBENCH_BASELINES", str(tmp_path / "kept"))
     cases = case_file(tmp_path, CASE)
@@ -264,6 +318,7 @@ def test_the_first_session_times_the_oracle_first_and_the_next_one_reuses(dolfin
 
 @pytest.mark.fem
 @pytest.mark.slow
+@pytest.mark.alone
 def test_no_submission_runs_while_the_oracle_is_timed(dolfinx_available, tmp_path, monkeypatch):
     """A hostile neighbour on one worker, the oracle's copy on the other item: every kept timing
     ended before any submission's run began; and a session whose pass runs while another
@@ -298,4 +353,59 @@ def test_no_submission_runs_while_the_oracle_is_timed(dolfinx_available, tmp_pat
     assert "another session runs submissions on this machine: no baseline can be timed alone now" in done.stdout
     assert not (second / "out" / "baselines").exists()  # nothing timed: the item is paired
     assert verdicts[CASE]["t_base_from"] == "paired" and verdicts[CASE]["outcome"] == "PASS", done.stdout[-2000:]
+    assert not any((tmp_path / "kept").rglob("*.json"))
+
+
+SPIN = """
+def solve(case_spec):
+    while True:
+        pass
+"""
+
+
+@pytest.mark.fem
+@pytest.mark.alone
+def test_a_timing_beside_a_session_of_another_home_is_not_kept(dolfinx_available, tmp_path, monkeypatch):
+    """A session under another HOME and another cache root runs a solver that spins on a core
+    while this session's first timing would run: nothing is kept, the item is paired and
+    says why. Then the same beside a plain CPU hog on every core (no lock held): the timing
+    shows its starved share and is not kept either."""
+    monkeypatch.setenv("PDEBENCH_BASELINES", str(tmp_path / "kept"))
+    cases = case_file(tmp_path, CASE)
+    hog_dir = tmp_path / "hog"
+    (hog_dir / "solvers" / "dolfinx").mkdir(parents=True)
+    (hog_dir / "solvers" / "dolfinx" / f"{CASE}.py").write_text(SPIN)
+    command, _ = track_command(hog_dir, "dolfinx", cases, hog_dir / "solvers", "--pde-timeout=300", "--pde-runs=1")
+    env = {**os.environ, "HOME": str(tmp_path / "hog-home"), "PDEBENCH_CACHE": str(tmp_path / "hog-cache")}
+    env.pop("PDEBENCH_BASELINES")
+    hog = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not others_running() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert others_running(), "the hog session never started its items"
+        first = tmp_path / "first"
+        first.mkdir()
+        done, verdicts = run_track(first, "dolfinx", cases, ORACLE, LOCAL, "--pde-runs=1")
+    finally:
+        hog.kill()
+        hog.wait()
+    assert "another session runs submissions on this machine" in done.stdout, done.stdout[-2000:]
+    assert verdicts[CASE]["t_base_from"] == "paired" and verdicts[CASE]["outcome"] == "PASS", done.stdout[-2000:]
+    assert not any((tmp_path / "kept").rglob("*.json"))
+    # a hog that is no session of ours: two spinning processes per core, each in a session of its
+    # own (the scheduler shares a core between sessions, as between the runs of other sessions)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+                for _ in range(2 * (os.cpu_count() or 2))]  # fmt: skip
+    try:
+        second = tmp_path / "second"
+        second.mkdir()
+        done, verdicts = run_track(second, "dolfinx", cases, ORACLE, LOCAL, "--pde-runs=1")
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    said = pass_said(second, CASE)
+    assert said.startswith("not kept: the oracle got") and "of a core while timed" in said, said
+    assert verdicts[CASE]["t_base_from"] == "paired", done.stdout[-2000:]
     assert not any((tmp_path / "kept").rglob("*.json"))

@@ -16,7 +16,8 @@ from pytest_pdebench.attempts import run_attempts
 from pytest_pdebench.calibration import CalibrationStore, case_fingerprint
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.evaluation import VERDICT_FILE, Verdict, _fingerprint, evaluate
-from pytest_pdebench.placement import NoCalibration, PdeBenchWarning, Placement
+from pytest_pdebench.notices import PdeBenchWarning
+from pytest_pdebench.placement import NoCalibration, Placement
 from pytest_pdebench.plan import ItemPlan, NoSibling, SiblingCheck
 from pytest_pdebench.scheduling import RunAhead
 from pytest_pdebench.settings import Settings
@@ -57,7 +58,8 @@ def test_the_attempt_loop_drafts_from_the_plan_and_writes_each_attempt_and_the_i
     outcomes = iter(["F-Acc", "PASS"])
 
     def gates(submission, attempt_dir):
-        verdict = Verdict.for_item(plan.record, plan.library, "scripted", outcome=next(outcomes), reason="r")
+        verdict = Verdict.for_item(plan.record, plan.library, "scripted", Settings(tmp_path), outcome=next(outcomes),
+                                   reason="r")
         verdict.write(attempt_dir)
         return verdict
 
@@ -111,7 +113,7 @@ def test_a_pass_is_judged_on_the_sibling_the_plan_names(tmp_path):
     settings = Settings(tmp_path / "out", resume=True, sibling=True)
     plan = plan_of(tmp_path, sibling=SiblingCheck(1_000_007, no_sibling))
     for outcome in ("F-Acc", "PASS"):
-        stored = Verdict.for_item(plan.record, plan.library, "s", outcome=outcome,
+        stored = Verdict.for_item(plan.record, plan.library, "s", settings, outcome=outcome,
                                   fingerprint=_fingerprint(plan, SOLVER, settings))  # fmt: skip
         stored.write(plan.item_dir)
         verdict = evaluate(plan, SOLVER, "s", settings)

@@ -15,6 +15,7 @@ sandbox on every provisioned track. Each must get the honest verdict.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -736,3 +737,87 @@ def test_a_run_that_floods_its_folders_fails(dolfinx_available, tmp_path):
     verdict = outcomes["flood"]
     assert verdict["outcome"] == "F-Exec" and "MB in its folders, over its memory limit of 512 MB" in verdict["reason"], (
         verdict["reason"], done.stdout[-2000:])
+
+
+# --- code agents: what the harness writes where an agent wrote, what an agent's command names
+
+AGENT_PROBE_MODELS = ("agent-plant", "agent-named-folder")
+
+
+@pytest.fixture(scope="module")
+def scripted_server():
+    from pytest_pdebench.testing.llm_server import ScriptedServer
+
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def places():
+    from pytest_pdebench.testing import llm_server
+
+    yield llm_server.PLACES
+    llm_server.PLACES.clear()
+
+
+def _agent(kind: str, *named: str) -> str:
+    if kind == "mini-swe-agent":
+        from pytest_pdebench.testing import missing
+
+        if importlib.util.find_spec("minisweagent") is None:
+            missing("mini-swe-agent: pip install 'pytest-pdebench[agents]' (make setup does)")
+        return kind
+    from pytest_pdebench.testing.agent_runs import command_agent
+
+    return command_agent(8, *named)
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("plant", ["link", "fifo", "folder"])
+@pytest.mark.parametrize("kind", ["command", "mini-swe-agent"])
+def test_the_harness_never_writes_through_what_an_agent_left(kind, plant, dolfinx_available, scripted_server, places,
+                                                             tmp_path):
+    """Attempt 1 leaves a link to a host file, a FIFO or a folder where the harness writes the
+    next task, and a solver that fails with a chosen line (the feedback quotes it): the host
+    file stays untouched, the harness neither hangs nor fails, and attempt 2 gets its task."""
+    from pytest_pdebench.testing.agent_runs import agent_bench, run_agent
+
+    victim = tmp_path / "site-packages" / "pdebench-probe.pth"
+    victim.parent.mkdir()
+    places.update(plant=plant, victim=str(victim))
+    bench = agent_bench(tmp_path / "bench", scripted_server.url, AGENT_PROBE_MODELS)
+    verdict, folder = run_agent(bench, "agent-plant", _agent(kind), "--pde-attempts=2", "--pde-baseline=stored")
+    assert not victim.exists() and not victim.is_symlink(), "the harness wrote through the agent's link"
+    assert verdict["outcome"] == "F-Exec", verdict
+    assert [a["outcome"] for a in verdict["llm"]["attempts"]] == ["F-Exec", "F-Exec"], verdict["llm"]
+    task = folder / "workspace" / "TASK-2.md"
+    assert task.is_file() and not task.is_symlink() and "THE EVALUATOR'S VERDICT" in task.read_text()
+    assert "os.system" in (folder / "attempt-2" / "task.md").read_text()  # the line did reach the task
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("named", ["output", "checkout"])
+def test_a_folder_an_agent_command_names_stays_out_of_its_sight(named, dolfinx_available, scripted_server, places,
+                                                                tmp_path, monkeypatch):
+    """A command agent whose command line names the session's output folder (where the
+    baseline pass left the oracle's solution of its very case) or another checkout of the
+    project (with the case's answer) reads nothing there: the solver it leaves, which would
+    write the stolen field, has nothing to write."""
+    from pytest_pdebench.testing.agent_runs import agent_bench, run_agent
+
+    monkeypatch.setenv("PDEBENCH_BASELINES", str(tmp_path / "kept"))  # the pass times toy_a in this session
+    bench = agent_bench(tmp_path / "bench", scripted_server.url, AGENT_PROBE_MODELS)
+    if named == "output":
+        folder, answer = bench / "out", "baselines/dolfinx/toy_a/solution.npz"
+    else:  # another checkout, its references holding the case's exact field
+        folder, answer = tmp_path / "other-checkout", "cases/references/toy_a.npz"
+        (folder / "cases" / "references").mkdir(parents=True)
+        namespace: dict = {}
+        exec(NUMPY_PRELUDE, namespace)
+        x, y, u = namespace["grid"]({"eval_grid": {"nx": NX, "ny": NY, "bbox": [0, 1, 0, 1]}})
+        np.savez(folder / answer, u=u, x=x, y=y)
+    places.update(named=str(folder), answer=answer)
+    verdict, item = run_agent(bench, "agent-named-folder", _agent("command", "--look", str(folder)))
+    trail = (item / "attempt-1" / "agent-stdout.txt").read_text()
+    assert "copied=1" in trail, trail[-2000:]  # cp found nothing to copy
+    assert verdict["outcome"] != "PASS", verdict

@@ -256,6 +256,24 @@ def test_runs_against_two_calibrations_are_not_pooled(tmp_path):
     assert len({row["system"] for row in rows}) == 2
 
 
+def test_runs_under_loosened_gates_are_marked_and_never_pooled(tmp_path):
+    """Issue 62: --pde-tau-max=1 let a solver that writes the text's closed form PASS unmarked."""
+    from pytest_pdebench.settings import gates_note
+
+    assert gates_note({"tau_max": 1.0}) == "thresholds loosened: tau_max 1"
+    assert gates_note({"alpha_acc": 5.0, "baseline": "stored"}) == (
+        "thresholds tightened: alpha_acc 5; baseline stored (not the default)")
+    assert gates_note({"baseline": "stored"}, thresholds_only=True) == ""  # the calibration column tells those apart
+    assert gates_note({}) == ""
+    loose = verdict("p1", "PASS", gate_options={"tau_max": 1.0})
+    runs = [load_run(json_report(tmp_path / "a.json", [verdict("p1", "F-Acc")])),
+            load_run(json_report(tmp_path / "b.json", [loose]))]
+    rows = tables.label_groups([row for run in runs for row in run.rows])
+    assert sorted({row["system"] for row in rows}) == ["plain", "plain [thresholds loosened: tau_max 1]"]
+    summary = write_report(runs, tmp_path / "report")
+    assert "thresholds loosened: tau_max 1" in (tmp_path / "report" / "report.md").read_text(), summary
+
+
 def test_bad_input_says_what_and_where(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"tests": []}')

@@ -420,13 +420,13 @@ def test_a_zygote_whose_imports_initialise_mpi_is_refused(bwrap_available):
 
 
 def test_answers_built_at_run_time_are_hidden(bwrap_available, tmp_path, monkeypatch):
-    """Live variants' solve-only parts live in the answers cache (bundled.answers_cache):
+    """Live variants' solve-only parts live in the answers cache (bundled.answers_cache, visibility.py):
     should a run's mounts hold it, the run sees an empty folder, made before any answer is."""
-    from pytest_pdebench.bundled import answer_key_within
+    from pytest_pdebench.visibility import hidden_within
 
     cache = tmp_path / "prefix" / "cache"
     monkeypatch.setenv("PDEBENCH_CACHE", str(cache))
-    answer_key_within.cache_clear()
+    hidden_within.cache_clear()
     (cache / "toolchain").mkdir(parents=True)
     sandbox = Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix), tmp_path / "prefix"])
     (cache / "answers" / "variant-parts").mkdir(parents=True)  # after the mounts were listed: still hidden
@@ -436,6 +436,30 @@ def test_answers_built_at_run_time_are_hidden(bwrap_available, tmp_path, monkeyp
         def solve(case_spec):
             open("seen.json", "w").write(__import__("json").dumps(sorted(os.listdir({str(cache)!r})) + sorted(os.listdir({str(cache / "answers")!r}))))
     """)
-    answer_key_within.cache_clear()
+    hidden_within.cache_clear()
     assert result.returncode == 0, result.stderr
     assert json.loads((workdir / "seen.json").read_text()) == ["answers", "toolchain"]
+
+
+def test_a_dealii_run_sees_the_precompiled_header_and_not_the_binary_cache(dealii_available, tmp_path):
+    """The deal.II runtime used to be the whole toolchain folder, its binary cache included:
+    a run could list, and run, every program compiled before it, the oracle's among them."""
+    from pytest_pdebench.libraries.dealii import DealiiTrack
+    from pytest_pdebench.sandbox import Limits, get_backend
+
+    [header_folder] = map(Path, dealii_available.read_only)  # <toolchain>/pch
+    binaries = header_folder.parent / "bin"  # Toolchain.binary_folder
+    binaries.mkdir(parents=True, exist_ok=True)
+    probe = binaries / "pdebench-probe-program"
+    probe.write_text("#!/bin/sh\necho ran\n")
+    try:
+        work, cache = tmp_path / "work", tmp_path / "cache"
+        work.mkdir(), cache.mkdir()
+        request = DealiiTrack().run_request(dealii_available, "solver.cpp", work, cache, Limits(timeout_sec=30))
+        request.argv = ["/bin/sh", "-c", f"ls {header_folder} >/dev/null && echo header-seen; "
+                        f"ls {binaries}; echo listed=$?"]  # fmt: skip
+        result = get_backend("bubblewrap").run(request)
+    finally:
+        probe.unlink()
+    assert "header-seen" in result.stdout and "listed=2" in result.stdout, result.stdout + result.stderr
+    assert "pdebench-probe-program" not in result.stdout

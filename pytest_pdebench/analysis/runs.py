@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..items import ITEM_KEY, no_verdict
+from ..settings import gates_note
 
 ROW_FIELDS = (
     "system",
@@ -138,9 +139,12 @@ def row_of(verdict: dict, run: Run, system: str | None) -> dict:
     math_type = verdict.get("math_type") or []
     sibling = verdict.get("sibling") or {}
     seed = verdict.get("variant_seed")
+    gates = gates_note(verdict.get("gate_options") or {}, thresholds_only=True)
+    named = (system or system_of(verdict)) + (f" [{gates}]" if gates else "")  # never pooled with the paper's gates
     row = {
-        "system": system or system_of(verdict),
-        "system_name": system or system_of(verdict),  # as it was before label_groups named the setting
+        "system": named,
+        "system_name": named,  # as it was before label_groups named the setting
+        "gates": gates,
         "cases": "published" if seed is None else f"variants, seed {seed}",
         "sibling": sibling.get("outcome"),  # --pde-sibling: PASS, F-*, or None (not run)
         "run": run.label,

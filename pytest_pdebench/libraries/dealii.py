@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..bundled import cache_root
 from ..containers import ContainerError, probe
-from ..run_files import regular_file_or_none
+from ..run_files import HeldFolder, UnsafeOutput
 from ..sandbox import Limits, RunRequest
 from .base import OPEN_MPI_SINGLETON_ENV, BuildResult, Runtime, RuntimeMissing, Track, thread_env
 from .cxx_toolchain import (
@@ -77,6 +77,27 @@ def toolchain_for(runtime: Runtime) -> Toolchain:
 REFERENCE_BLAS_DIRS = tuple(f"/usr/lib/{platform.machine()}-linux-gnu/{name}" for name in ("blas", "lapack"))
 
 
+PROGRAM_CAP_BYTES = 1 << 30
+
+
+def _built_program(build_dir: Path) -> Path | None:
+    """The program a compile left in ``build_dir`` (the sandbox's folder), copied out by
+    descriptor as a regular file (never through a link) into a folder beside it that no
+    run has held; None if there is none."""
+    try:
+        with HeldFolder(build_dir) as held:
+            content = held.read(EXECUTABLE, PROGRAM_CAP_BYTES)
+    except UnsafeOutput:
+        return None
+    if content is None:
+        return None
+    folder = build_dir.with_name(build_dir.name + "-program")
+    folder.mkdir()
+    with HeldFolder(folder) as fresh:
+        fresh.write(EXECUTABLE, content, mode=0o755)
+    return folder / EXECUTABLE
+
+
 class DealiiTrack(Track):
     name = "dealii"
     suffixes = (".cpp", ".cc")
@@ -100,7 +121,10 @@ class DealiiTrack(Track):
                 f"the reference BLAS/LAPACK the deal.II track runs with is missing ({', '.join(missing)}):"
                 " `apt-get install libblas3 liblapack3`"
             )
-        return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.directory),))
+        # only the precompiled header is the sandbox's to read: the binary cache beside it holds
+        # other programs, the oracle's among them (visibility.py)
+        toolchain.pch_header.parent.mkdir(parents=True, exist_ok=True)
+        return Runtime(self.name, toolchain.dealii, SYSTEM_PYTHON, (str(toolchain.pch_header.parent),))
 
     def detect_container(self, image: str, labels: dict) -> Runtime:
         try:
@@ -138,11 +162,10 @@ class DealiiTrack(Track):
             )
             result = backend.run(request)
             log = result.stdout + result.stderr
-            if result.returncode == 0 and regular_file_or_none(build_dir / EXECUTABLE):  # never a link
-                toolchain.store_binary(key, build_dir / EXECUTABLE)
-                return BuildResult(
-                    build_dir / EXECUTABLE, time.perf_counter() - started, cached=False, used_pch=with_pch, log=log
-                )
+            program = _built_program(build_dir) if result.returncode == 0 else None
+            if program is not None:
+                toolchain.store_binary(key, program)
+                return BuildResult(program, time.perf_counter() - started, cached=False, used_pch=with_pch, log=log)
             if result.timed_out:
                 break  # without the PCH it would only be slower
         elapsed = time.perf_counter() - started

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..bundled import answer_key_within
+from ..visibility import hidden_in
 from . import warm
 from .base import RUNNER, Backend
 from .runs import RunRequest, RunResult, SandboxError
@@ -20,20 +20,14 @@ BWRAP_INSTALL_HINT = (
 )
 
 
-def answer_key_in(read_only) -> list[str]:
-    """The answer-key folders (``bundled.answer_key_within``) under the run's read-only mounts
-    (/usr among them: a system-wide pip install lands in /usr/local)."""
-    roots = dict.fromkeys(str(Path(p).resolve()) for p in ["/usr", *read_only])
-    return list(dict.fromkeys(hidden for root in roots for hidden in answer_key_within(root)))
-
-
 def read_only_mounts(read_only) -> list[str]:
-    """bubblewrap's arguments for the read-only mounts, each answer-key folder under them
-    shown as an empty tmpfs (made read-only at the end: a file mounted inside it, such as
-    an agent's forwarder, still needs its mount point). Shallower paths first, so that a
-    mount inside a hidden folder lands on its tmpfs and is not hidden by it."""
+    """bubblewrap's arguments for the read-only mounts (visibility.py: the allow-list), each
+    folder a run must not see under them shown as an empty tmpfs (made read-only at the
+    end: a file mounted inside it, such as an agent's forwarder, still needs its mount
+    point). Shallower paths first, so that a mount inside a hidden folder lands on its
+    tmpfs and is not hidden by it."""
     binds = [(str(path), "--ro-bind") for path in dict.fromkeys(Path(p).resolve() for p in read_only)]
-    masks = [(hidden, "--tmpfs") for hidden in answer_key_in(read_only)]
+    masks = [(hidden, "--tmpfs") for hidden in hidden_in(read_only)]
     arguments: list[str] = []
     for path, kind in sorted(binds + masks, key=lambda entry: (len(Path(entry[0]).parts), entry[1] == "--tmpfs")):
         arguments += [kind, path, path] if kind == "--ro-bind" else [kind, path]
@@ -113,7 +107,7 @@ class BubblewrapBackend(Backend):
         ]
         if request.kernels is not None:
             command += ["--ro-bind", str(request.kernels.resolve()), self.kernels]
-        for hidden in answer_key_in(request.read_only):
+        for hidden in hidden_in(request.read_only):
             command += ["--remount-ro", hidden]
         command += [
             "--remount-ro",

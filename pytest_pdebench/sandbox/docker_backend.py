@@ -28,12 +28,14 @@ import io
 import os
 import re
 import secrets
+import stat
 import tarfile
 import threading
 import time
 from pathlib import Path
 from typing import IO, cast
 
+from ..run_files import HeldFolder
 from ..run_folders import FROZEN_TIME
 from .base import RUNNER, Backend
 from .processes import CappedLog, live_run
@@ -122,18 +124,19 @@ def _tar_folder(archive: tarfile.TarFile, source: Path | None, name: str, uid: i
     archive.addfile(info(name, tarfile.DIRTYPE, mode=0o755))
     if source is None:
         return
-    for path in sorted(source.rglob("*")):
-        arcname = f"{name}/{path.relative_to(source).as_posix()}"
-        if path.is_symlink():
-            entry = info(arcname, tarfile.SYMTYPE, mode=0o777)
-            entry.linkname = os.readlink(path)
-            archive.addfile(entry)
-        elif path.is_dir():
-            archive.addfile(info(arcname, tarfile.DIRTYPE, mode=0o755))
-        elif path.is_file():
-            mode = 0o755 if os.access(path, os.X_OK) else 0o644
-            with path.open("rb") as handle:
-                archive.addfile(info(arcname, tarfile.REGTYPE, path.stat().st_size, mode), handle)
+    with HeldFolder(source) as held:  # an agent's workspace between commands: by descriptor only
+        for relative, folder, entry_name, found in held.walk():
+            arcname = f"{name}/{relative}"
+            if stat.S_ISLNK(found.st_mode):  # a kernel store's link: sent as the link it is
+                entry = info(arcname, tarfile.SYMTYPE, mode=0o777)
+                entry.linkname = folder.read_link(entry_name)
+                archive.addfile(entry)
+            elif stat.S_ISDIR(found.st_mode):
+                archive.addfile(info(arcname, tarfile.DIRTYPE, mode=0o755))
+            elif stat.S_ISREG(found.st_mode):
+                content = folder.read(entry_name, found.st_size) or b""
+                mode = 0o755 if found.st_mode & 0o111 else 0o644
+                archive.addfile(info(arcname, tarfile.REGTYPE, len(content), mode), io.BytesIO(content))
 
 
 class _EmptyArchive(Exception):
@@ -152,40 +155,20 @@ def _extract(chunks, destination: Path, prefix: str, cap_bytes: int) -> None:
     if buffer.tell() == 0:
         raise _EmptyArchive(prefix)
     buffer.seek(0)
-    with tarfile.open(fileobj=buffer) as archive:
+    with tarfile.open(fileobj=buffer) as archive, HeldFolder(destination) as held:
         for member in archive.getmembers():
             parts = Path(member.name).parts
             if not parts or parts[0] != prefix or ".." in parts or Path(member.name).is_absolute():
                 continue
             if member.isdir():
-                _real_folder(destination, parts[1:])
+                held.descend(parts[1:], create=True).close()
             elif member.isfile():
-                folder = _real_folder(destination, parts[1:-1])
+                # folders made, or found as real folders (a link on the way, such as a kernel
+                # store's, is replaced by a folder); the file written anew, never through a link
                 member_file = cast(IO[bytes], archive.extractfile(member))  # a regular file's: never None
                 mode = 0o755 if member.mode & 0o100 else 0o644  # a compiled program stays runnable
-                with member_file as source, _new_file(folder / parts[-1], mode) as out:
-                    out.write(source.read())
-
-
-def _real_folder(destination: Path, parts) -> Path:
-    """``destination/parts...`` as folders, each made here or found as a real folder: a
-    link on the way (the kernel store's links are in a run's cache folder) is removed and
-    a folder made in its place, so nothing is written through it (issue 46)."""
-    folder = destination
-    for part in parts:
-        folder = folder / part
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            folder.unlink()
-        folder.mkdir(exist_ok=True)
-    return folder
-
-
-def _new_file(path: Path, mode: int):
-    """A new regular file at ``path``: whatever was there (a link into the kernel store, a
-    stale file) is unlinked first, and the open neither follows a link nor reuses a file."""
-    if path.is_symlink() or path.exists():
-        path.unlink()
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode), "wb")
+                with member_file as source, held.descend(parts[1:-1], create=True) as folder:
+                    folder.write(parts[-1], source.read(), mode)
 
 
 class DockerBackend(Backend):

@@ -231,6 +231,35 @@ def toy_cases(
 # ---- pytest runs in a subprocess ----
 
 
+def track_command(
+    tmp_path: Path, library: str, cases: Path, submissions: Path, *extra: str, launcher: tuple[str, ...] = ()
+) -> tuple[list[str], Path]:
+    """The command line of ``run_track`` (and its JSON report's path), for a session started
+    in the background."""
+    report = tmp_path / f"report-{library}.json"
+    if not any(arg.startswith("--pde-runs") for arg in extra):
+        extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
+    if not any(
+        arg.startswith(("--pde-baseline", "--pde-variants", "--pde-calibrate", "--pde-validate")) for arg in extra
+    ):
+        extra = (*extra, "--pde-baseline=stored")  # nor the oracle timed first on this machine
+    command = [
+        *(launcher or [sys.executable]),
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        f"--pde-library={library}",
+        f"--pde-cases={cases}",
+        f"--pde-submissions={submissions}",
+        f"--pde-output={tmp_path / 'out'}",
+        "--json-report",
+        f"--json-report-file={report}",
+        *extra,
+    ]
+    return command, report
+
+
 def run_track(
     tmp_path: Path,
     library: str,
@@ -243,33 +272,8 @@ def run_track(
     """pytest in a subprocess over a case file and a solver folder on one track, with a
     JSON report; returns (completed process, case_id -> verdict). ``launcher``: the
     command that starts Python instead of sys.executable (it gets ``-m pytest ...``)."""
-    report = tmp_path / f"report-{library}.json"
-    if not any(arg.startswith("--pde-runs") for arg in extra):
-        extra = (*extra, "--pde-runs=1")  # one timed run is enough where timing is not the point
-    if not any(
-        arg.startswith(("--pde-baseline", "--pde-variants", "--pde-calibrate", "--pde-validate")) for arg in extra
-    ):
-        extra = (*extra, "--pde-baseline=stored")  # nor the oracle timed first on this machine
-    done = subprocess.run(
-        [
-            *(launcher or [sys.executable]),
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            f"--pde-library={library}",
-            f"--pde-cases={cases}",
-            f"--pde-submissions={submissions}",
-            f"--pde-output={tmp_path / 'out'}",
-            "--json-report",
-            f"--json-report-file={report}",
-            *extra,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command, report = track_command(tmp_path, library, cases, submissions, *extra, launcher=launcher)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     return done, (outcomes_from_report(report) if report.exists() else {})
 
 

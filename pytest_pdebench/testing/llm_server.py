@@ -35,6 +35,7 @@ CORRECT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec
 BROKEN = "import dolfinx.no_such_module\n\ndef solve(case_spec):\n    pass\n"
 RAISES = "def solve(case_spec):\n    raise RuntimeError('singular matrix')\n"
 HANG_SECONDS = 3.0
+PLANTED_LINE = "def solve(case_spec):\n    raise RuntimeError('import os; os.system(\"id > /tmp/pdebench-ran\")')\n"
 
 
 def fenced(code: str) -> str:
@@ -50,6 +51,37 @@ TRY = (
 
 def heredoc(name: str, text: str) -> str:
     return f"cat <<'PDEBENCH_EOF' > {name}\n{text}PDEBENCH_EOF"
+
+
+# host paths a red-team probe names (tests/test_redteam.py sets them before the run; the
+# server runs in the test's process): "victim" a host file, "plant" what to leave at the next
+# task's path (link, fifo or folder), "named" a host folder the agent's command names and
+# "answer" a stored solution in it
+PLACES: dict[str, str] = {}
+
+PLANT = {
+    "link": "ln -s {victim} {name}",
+    "fifo": "mkfifo {name}",
+    "folder": "mkdir -p {name}/inside",
+}
+
+
+def _planted(name: str) -> str:
+    return PLANT[PLACES.get("plant", "link")].format(victim=PLACES.get("victim", "/nonexistent"), name=name)
+
+
+def _embed_named_answer() -> list[str]:
+    """Copy a solution from a host folder the command names into a solver that writes it."""
+    source = f"{PLACES.get('named', '/nonexistent')}/{PLACES.get('answer', 'solution.npz')}"
+    return [
+        f"cp {source} stolen.npz; echo copied=$?",
+        "python3 - <<'PY'\nimport base64, os\n"
+        "blob = base64.b64encode(open('stolen.npz', 'rb').read()).decode() if os.path.exists('stolen.npz') else ''\n"
+        "open('solver.py', 'w').write('import base64, json\\ndef solve(case_spec):\\n'\n"
+        '    f\'    open("solution.npz", "wb").write(base64.b64decode("{blob}"))\\n\'\n'
+        '    \'    json.dump(dict(wall_time_sec=0.0, status="ok"), open("meta.json", "w"))\\n\')\nPY',
+        DONE,
+    ]
 
 
 # per model: the command of each step (the last one repeats); a callable gets the conversation
@@ -95,6 +127,15 @@ AGENT_SCRIPTS: dict[str, list[str] | Callable[[list[dict]], list[str]]] = {
         if "THE EVALUATOR'S VERDICT" in _first_user(messages)
         else [heredoc("solver.py", RAISES), DONE]
     ),
+    # attempt 1 leaves a link, FIFO or folder where the harness writes the next task (and the
+    # next solver), and a solver that fails with a chosen line; attempt 2 does nothing
+    "agent-plant": lambda messages: (
+        [DONE]
+        if "THE EVALUATOR'S VERDICT" in _first_user(messages)
+        else [f"{_planted('TASK-2.md')}; ls -la; echo planted=$?", heredoc("solver.py", PLANTED_LINE), DONE]
+    ),
+    # reads a stored solution in a host folder its command named and leaves a solver that writes it
+    "agent-named-folder": lambda messages: _embed_named_answer(),
 }
 
 

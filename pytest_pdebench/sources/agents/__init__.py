@@ -21,12 +21,15 @@ files for the solver it left.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import pytest
 
 from ...llm.cache import SpendLedger
 from ...llm.registry import ModelSpec
+from ...notices import PdeBenchWarning
+from ...visibility import DeclaredFolderRefused, check_declared
 from .base import MINI_SWE_AGENT, AgentLimits
 from .command import CommandAgent
 from .mini_swe import MiniSweAgent
@@ -46,6 +49,11 @@ def agent_source(opt, spec: ModelSpec, real_key: str, ledger: SpendLedger, setti
         )
     common = dict(attempts=opt.pde_attempts, limits=limits, guides_dir=guides_dir)
     if opt.pde_agent == MINI_SWE_AGENT:
+        if opt.pde_agent_dir:
+            raise pytest.UsageError(
+                "--pde-agent-dir is for a command agent: mini-swe-agent's loop runs on the host, its commands "
+                "in the sandbox see the workspace and the track's runtime only"
+            )
         if importlib.util.find_spec("minisweagent") is None:  # (importing it would print its banner)
             raise pytest.UsageError(
                 "--pde-agent=mini-swe-agent needs the package: pip install 'pytest-pdebench[agents]'"
@@ -53,4 +61,17 @@ def agent_source(opt, spec: ModelSpec, real_key: str, ledger: SpendLedger, setti
         return MiniSweAgent(spec, real_key, ledger, settings, **common)
     if settings.sandbox == "docker":
         raise pytest.UsageError("a command agent runs in the bubblewrap sandbox for now: drop --pde-sandbox=docker")
-    return CommandAgent(opt.pde_agent, spec, real_key, ledger, settings, **common)
+    try:
+        folders = tuple(check_declared(folder) for folder in opt.pde_agent_dir or ())
+    except DeclaredFolderRefused as exc:
+        raise pytest.UsageError(f"--pde-agent-dir: {exc}") from None
+    agent = CommandAgent(opt.pde_agent, spec, real_key, ledger, settings, folders=folders, **common)
+    for word in agent.unseen_paths():
+        warnings.warn(
+            PdeBenchWarning(
+                f"--pde-agent names {word}, which the agent's sandbox does not show: only its workspace, the "
+                "track's runtime and the folders given with --pde-agent-dir are visible"
+            ),
+            stacklevel=1,
+        )
+    return agent

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from ...cases import CaseRecord, agent_view
 from ...llm.cache import SpendLedger
 from ...llm.registry import ModelSpec
 from ...prompts import agent_answer, agent_feedback_task, single_shot_prompt
-from ...run_files import UnsafeOutput, read_run_file
+from ...run_files import HeldFolder, UnsafeOutput, read_run_file, remove_tree
 from .. import Draft, Feedback, ItemView, NotRun, Submission
 from ..folder import HELPER_SUFFIXES
 from .proxy import MeteringProxy
@@ -146,19 +145,20 @@ class AgentSource:
         record, library, item_dir = item.record, item.library, item.item_dir
         workspace = item_dir / WORKSPACE
         if attempt == 1:  # a fresh folder per item; later attempts continue in it
-            for stale in (workspace, item_dir / AGENT_CACHE):  # nothing carried over from an earlier run
-                shutil.rmtree(stale, ignore_errors=True)
-            (item_dir / SPENT_FILE).unlink(missing_ok=True)
-            workspace.mkdir(parents=True)
+            item_dir.mkdir(parents=True, exist_ok=True)
+            remove_tree(item_dir / AGENT_CACHE)  # nothing carried over from an earlier run
+            (item_dir / SPENT_FILE).unlink(missing_ok=True)  # (the item folder is the harness's alone)
             view = trial_view(record, library)
-            (workspace / "case_spec.json").write_text(json.dumps(view, indent=1))
+            with HeldFolder.make(workspace) as fresh:
+                fresh.write("case_spec.json", json.dumps(view, indent=1))
             task = self.task_text(view, record, library)
         else:  # the verdict, as a new task beside the first
             task = agent_feedback_task(attempt, cast(Feedback, feedback).facts, library)  # a later attempt's
         task_file = "TASK.md" if attempt == 1 else f"TASK-{attempt}.md"
-        (workspace / task_file).write_text(task)
         solver = workspace / ("solver.cpp" if library == "dealii" else "solver.py")
-        solver.unlink(missing_ok=True)  # what is judged is what this attempt left
+        with HeldFolder(workspace) as held:  # the agent's folder: by descriptor, never through its links
+            held.write(task_file, task)
+            held.remove(solver.name)  # what is judged is what this attempt left
         requests_log = item_dir / f".llm-requests-{attempt}.jsonl"
         requests_log.unlink(missing_ok=True)
         started = time.monotonic()
@@ -282,12 +282,13 @@ def _harvest(workspace: Path, solver: Path, origin_dir: Path) -> Submission | No
     """The solver the agent left, with its helpers (the same rule as a folder of solvers),
     read as regular files only: the agent wrote them from inside a sandbox, and a link
     there would be followed here, on the host (to a reference, say). UnsafeOutput then."""
-    content = read_run_file(workspace, solver.name, SOURCE_CAP_BYTES)
-    if content is None:
-        return None
-    files = {solver.name: content}
-    for suffix in HELPER_SUFFIXES[solver.suffix]:
-        for helper in sorted(workspace.glob(f"_*{suffix}")):
-            # cast: None only for a helper gone since the glob (a finished agent deletes nothing)
-            files[helper.name] = cast(bytes, read_run_file(workspace, helper.name, SOURCE_CAP_BYTES))
+    with HeldFolder(workspace) as held:
+        content = held.read(solver.name, SOURCE_CAP_BYTES)
+        if content is None:
+            return None
+        files = {solver.name: content}
+        for name in held.names():
+            if name.startswith("_") and name.endswith(HELPER_SUFFIXES[solver.suffix]):
+                # cast: the name was just listed, and no process of the agent is left
+                files[name] = cast(bytes, held.read(name, SOURCE_CAP_BYTES))
     return Submission(solver.name, files, str(origin_dir / solver.name))

@@ -2,9 +2,10 @@
 
 Placeholders: ``{workdir}`` (the working folder, as the agent sees it), ``{prompt_file}``
 (the attempt's task in it: ``TASK.md``, then ``TASK-<k>.md`` with the verdict of attempt
-k-1) and ``{model}`` (the registry name). Words of the command that name
-existing host files or folders (the agent's script, its installation) are made visible
-read-only at their absolute path; nothing else of the host is. The sandbox has no
+k-1) and ``{model}`` (the registry name). The agent sees what every run sees
+(visibility.py): its workspace, the track's runtime, and the folders declared with
+``--pde-agent-dir`` (its program and installation), each read-only at its own path;
+a host path its command names is not made visible for being named. The sandbox has no
 network: ``forwarder.py`` serves the metering proxy's socket on its loopback, and the
 agent finds it in ``OPENAI_BASE_URL`` / ``LLM_BASE_URL`` with a per-item key in
 ``OPENAI_API_KEY`` / ``LLM_API_KEY`` (never the provider's key) and ``LLM_MODEL``.
@@ -35,10 +36,22 @@ def _program_name(command: str) -> str:
 
 
 class CommandAgent(AgentSource):
-    def __init__(self, command: str, *args, **kwargs):
+    def __init__(self, command: str, *args, folders: tuple[Path, ...] = (), **kwargs):
         super().__init__(*args, **kwargs)
-        self.command = command
+        self.command, self.folders = command, folders
         self.name = _program_name(command)
+
+    def unseen_paths(self) -> list[str]:
+        """Words of the command that name a host path outside the declared folders (the
+        agent will not find them: worth a warning)."""
+        unseen = []
+        for word in shlex.split(self.command):
+            path = Path(word)
+            if path.is_absolute() and path.exists():
+                resolved = path.resolve()
+                if not any(resolved == folder or resolved.is_relative_to(folder) for folder in self.folders):
+                    unseen.append(word)
+        return unseen
 
     def run_agent(self, workspace, task_file, task, proxy: MeteringProxy, library) -> AgentEnd:
         runtime = self.settings.runtime(library)
@@ -50,7 +63,7 @@ class CommandAgent(AgentSource):
         limits = Limits(timeout_sec=self.limits.wall_sec, memory_mb=self.settings.memory_mb)
         request = get_track(library).run_request(runtime, "solver", workspace, cache, limits)
         work = backend.paths(request)["work"]
-        command, visible = self._command_line(work, f"{work}/{task_file}")
+        command = self._command_line(work, f"{work}/{task_file}")
         url = f"http://127.0.0.1:{LOOPBACK_PORT}/v1"
         python = runtime.python or "/usr/bin/python3"
         request.argv = [python, str(FORWARDER), proxy.address, str(LOOPBACK_PORT), "/bin/sh", "-c", literal(command)]
@@ -63,7 +76,7 @@ class CommandAgent(AgentSource):
             "LLM_MODEL": self.spec.name,
             "PDEBENCH_TASK": f"{work}/{task_file}",
         }
-        request.read_only = [*request.read_only, FORWARDER, Path(proxy.address).parent, *visible]
+        request.read_only = [*request.read_only, FORWARDER, Path(proxy.address).parent, *self.folders]
         result = backend.run(request)
         audit = {"agent-stdout.txt": result.stdout[-LOG_CHARS:], "agent-stderr.txt": result.stderr[-LOG_CHARS:]}
         if result.timed_out:
@@ -72,19 +85,10 @@ class CommandAgent(AgentSource):
             return AgentEnd("crashed", f"exit code {result.returncode}", audit)
         return AgentEnd("finished", "", audit)
 
-    def _command_line(self, work: str, task_path: str) -> tuple[str, list[Path]]:
-        """The command with its placeholders filled, and the host paths it names."""
-        filled = (
+    def _command_line(self, work: str, task_path: str) -> str:
+        """The command with its placeholders filled."""
+        return (
             self.command.replace("{workdir}", work)
             .replace("{prompt_file}", task_path)
             .replace("{model}", self.spec.name)
         )
-        words, visible = [], []
-        for word in shlex.split(filled):
-            path = Path(word)
-            if not word.startswith(work) and ("/" in word) and path.exists():
-                path = path.resolve()
-                visible.append(path)
-                word = str(path)
-            words.append(word)
-        return shlex.join(words), visible

@@ -14,6 +14,7 @@ from openai import OpenAI
 parser = argparse.ArgumentParser()
 parser.add_argument("task_file")
 parser.add_argument("--steps", type=int, default=8)
+parser.add_argument("--look", action="append", default=[], help="a host path a red-team probe names; unused")
 args = parser.parse_args()
 
 client = OpenAI(max_retries=0)
