@@ -821,3 +821,77 @@ def test_a_folder_an_agent_command_names_stays_out_of_its_sight(named, dolfinx_a
     trail = (item / "attempt-1" / "agent-stdout.txt").read_text()
     assert "copied=1" in trail, trail[-2000:]  # cp found nothing to copy
     assert verdict["outcome"] != "PASS", verdict
+
+
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("untouched")
+    return victim
+
+
+def _untouched(victim: Path) -> bool:
+    return sorted(p.name for p in victim.iterdir()) == ["keep.txt"] and (victim / "keep.txt").read_text() == "untouched"
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "docker"])
+def test_what_a_model_written_solver_leaves_in_its_folders_is_removed_never_followed(
+    sandbox, request, places, tmp_path
+):
+    """A model's correct solver leaves, in its working, cache and /tmp folders, links to a host
+    folder (named as files the harness handles), a FIFO and folders it made unreadable: the
+    item PASSes, every run's folders are removed, and the host folder is untouched."""
+    import subprocess
+    import sys
+
+    from pytest_pdebench.testing import (REPO, docker_machine, outcomes_from_report, record_dict, write_calibration,
+                                         write_jsonl)
+    from pytest_pdebench.testing.llm_server import ScriptedServer
+
+    machine = None
+    if sandbox == "docker":
+        machine = docker_machine(request.getfixturevalue("dolfinx_image"))
+    else:
+        request.getfixturevalue("dolfinx_available")
+    victim = _victim(tmp_path)
+    places.update(victim=str(victim))
+    records = [record_dict(new_id="toy_a", nx=20, ny=20)]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, machine)
+    report = tmp_path / "report.json"
+    with ScriptedServer() as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+             f"--pde-cases={tmp_path / 'cases.jsonl'}", "--pde-model=scripted-plant", f"--pde-base-url={server.url}",
+             "--pde-api-key-env=PDEBENCH_TEST_KEY", f"--pde-calibrations={tmp_path / 'calibrations'}",
+             "--pde-baseline=stored", "--pde-runs=2", f"--pde-sandbox={sandbox}", f"--pde-output={tmp_path / 'out'}",
+             f"--pde-llm-cache={tmp_path / 'cache'}", "--json-report", f"--json-report-file={report}"],
+            cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PDEBENCH_TEST_KEY": "k"})
+    verdict = outcomes_from_report(report)["toy_a"] if report.exists() else {}
+    assert verdict.get("outcome") == "PASS", done.stdout[-3000:] + done.stderr[-1000:]
+    planted = (tmp_path / "out" / "dolfinx" / "toy_a" / "attempt-1" / "stdout.txt").read_text()
+    assert planted.count("planted in") == 3 and "not planted" not in planted, planted  # the probe did its part
+    assert _untouched(victim)
+    assert not list(Path("/dev/shm").glob("pytest-pdebench-scratch-*/work/locked")), "a run's folder was left"
+
+
+@pytest.mark.fem
+@pytest.mark.parametrize("plant", ["link", "fifo", "folder"])
+def test_mini_swe_agent_in_containers_leaves_nothing_the_harness_writes_through(plant, dolfinx_image, scripted_server,
+                                                                                places, tmp_path):
+    """The same plants under --pde-sandbox=docker: each command's files come back as regular
+    files and folders only, and the next task is written where the planted name was."""
+    from pytest_pdebench.testing import docker_machine
+    from pytest_pdebench.testing.agent_runs import agent_bench, run_agent
+
+    victim = tmp_path / "site-packages" / "pdebench-probe.pth"
+    victim.parent.mkdir()
+    places.update(plant=plant, victim=str(victim))
+    bench = agent_bench(tmp_path / "bench", scripted_server.url, AGENT_PROBE_MODELS, docker_machine(dolfinx_image))
+    verdict, folder = run_agent(bench, "agent-plant", _agent("mini-swe-agent"), "--pde-attempts=2",
+                                "--pde-baseline=stored", "--pde-sandbox=docker")  # fmt: skip
+    assert not victim.exists() and not victim.is_symlink()
+    assert [a["outcome"] for a in verdict["llm"]["attempts"]] == ["F-Exec", "F-Exec"], verdict["llm"]
+    task = folder / "workspace" / "TASK-2.md"
+    assert task.is_file() and not task.is_symlink() and "THE EVALUATOR'S VERDICT" in task.read_text()

@@ -16,12 +16,13 @@ PRICE_IN, PRICE_OUT = 3.0, 15.0  # USD per million tokens, in the test registry
 TINY_AGENT = REPO / "tests" / "data" / "agents" / "tiny_agent.py"
 
 
-def agent_bench(tmp_path: Path, server_url: str, models) -> Path:
-    """One toy case (toy_a, a 20 x 20 grid) with its calibration, and the models' registry."""
+def agent_bench(tmp_path: Path, server_url: str, models, machine: str | None = None) -> Path:
+    """One toy case (toy_a, a 20 x 20 grid) with its calibration (under ``machine``'s key if
+    given: a container image's), and the models' registry."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     records = [record_dict(new_id="toy_a", nx=20, ny=20)]
     write_jsonl(tmp_path / "cases.jsonl", records)
-    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0, machine)
     (tmp_path / "models.toml").write_text(
         "".join(
             f'[models.{name}]\nmodel = "{name}"\nbase_url = "{server_url}"\napi_key_env = "PDEBENCH_TEST_KEY"\n'

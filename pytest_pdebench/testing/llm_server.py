@@ -35,6 +35,35 @@ CORRECT = NUMPY_PRELUDE + "\ndef solve(case_spec):\n    x, y, u = grid(case_spec
 BROKEN = "import dolfinx.no_such_module\n\ndef solve(case_spec):\n    pass\n"
 RAISES = "def solve(case_spec):\n    raise RuntimeError('singular matrix')\n"
 HANG_SECONDS = 3.0
+# a correct solver that leaves, in every folder it can write, links to a host folder (by the
+# names the harness writes, reads or removes), a FIFO and folders it made unreadable
+PLANTING = (
+    CORRECT
+    + """
+import os
+def _plant(folder):
+    for name in ("solution.npz.tmp", "case_spec.json.old", "fenics", "trash", "link"):
+        try:
+            os.symlink("{victim}", os.path.join(folder, name))
+        except OSError:
+            pass
+    os.mkfifo(os.path.join(folder, "fifo"))
+    deep = os.path.join(folder, "locked", "inner")
+    os.makedirs(deep)
+    os.symlink("{victim}", os.path.join(deep, "up"))
+    os.chmod(deep, 0)
+    os.chmod(os.path.dirname(deep), 0)
+_solve = solve
+def solve(case_spec):
+    _solve(case_spec)
+    for folder in (".", os.environ.get("XDG_CACHE_HOME", "."), "/tmp"):
+        try:
+            _plant(folder)
+            print("planted in", folder, flush=True)
+        except OSError as exc:
+            print("not planted in", folder, exc, flush=True)
+"""
+)
 PLANTED_LINE = "def solve(case_spec):\n    raise RuntimeError('import os; os.system(\"id > /tmp/pdebench-ran\")')\n"
 
 
@@ -177,6 +206,8 @@ def answer(model: str, prompt: str, seen_before: int) -> tuple[int, str | None]:
         repaired = "FEEDBACK ON THE PREVIOUS ATTEMPT" in prompt
         code = exact_cpp_program("llm") if repaired else "int main() { return undefined_symbol_here; }\n"
         return 200, f"```cpp\n{code}```\n"
+    if model == "scripted-plant":
+        return 200, fenced(PLANTING.replace("{victim}", PLACES.get("victim", "/nonexistent")))
     if model == "scripted-repair":
         return 200, fenced(CORRECT if "FEEDBACK ON THE PREVIOUS ATTEMPT" in prompt else RAISES)
     return 404, None
