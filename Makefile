@@ -1,12 +1,17 @@
 # Two commands do everything on a fresh machine:
-#   make demo   set up, then run the bundled DOLFINx oracle on the bundled cases
-#   make test   set up, then run the project's own test suite
+#   make demo   set up, then run the bundled DOLFINx oracle on a sample of the bundled cases
+#               (one record per family and construction method; make demo-full: all 645)
+#   make test   set up, then run the project's own test suite and the house checks
 # (make check: its quick tier, the tests marked docker, cluster, firedrake or slow left out)
 VENV ?= .venv
 STAMP := $(VENV)/.pdebench-setup
 JOBS ?= 2
+PYTEST := $(VENV)/bin/pytest
+TIERS := docker or cluster or firedrake or slow
+DEMO := $(PYTEST) --pde-library=dolfinx --pde-submissions=submissions/oracle -n $(JOBS)
 
-.PHONY: setup demo test check calibrate clean-reports
+.PHONY: setup demo demo-full test check lint durations calibrate clean-reports \
+	_test-parallel _test-alone _check-parallel _check-alone
 
 setup: $(STAMP)
 
@@ -15,16 +20,46 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	touch $@
 
 demo: $(STAMP)
-	$(VENV)/bin/pytest --pde-library=dolfinx --pde-submissions=submissions/oracle -n $(JOBS) \
-		--json-report --json-report-file=reports/demo.json
+	$(DEMO) --pde-sample=1 --json-report --json-report-file=reports/demo.json
 
+demo-full: $(STAMP)
+	$(DEMO) --json-report --json-report-file=reports/demo-full.json
+
+# The suite in two passes: the tests that time nothing on $(JOBS) workers, beside the house
+# checks (lint); then those marked `alone` (they assert what a timing or the machine-wide
+# session lock shows) one at a time. Each pass writes its JSON report: `make durations`
+# turns the two into tests/durations.json, which gives the `slow` tier (tests/conftest.py).
 test: $(STAMP)
-	PDEBENCH_REQUIRE_FEM=1 $(VENV)/bin/pytest
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint _test-parallel
+	@$(MAKE) --no-print-directory _test-alone
 
-# under 3 minutes on 2 shared cores; the markers are given in tests/conftest.py
+_test-parallel:
+	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m "not alone" -n $(JOBS) -q \
+		--json-report --json-report-file=reports/tests-parallel.json --json-report-omit=log,keywords,collectors
+_test-alone:
+	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m alone -q \
+		--json-report --json-report-file=reports/tests-alone.json --json-report-omit=log,keywords,collectors
+
+# under 3 minutes on 2 shared cores, the same two passes without the slow and optional tiers
 check: $(STAMP)
-	$(VENV)/bin/pytest -m "not (docker or cluster or firedrake or slow or alone)" -q -n $(JOBS)
-	$(VENV)/bin/pytest -m "alone and not (docker or cluster or firedrake or slow)" -q
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint _check-parallel
+	@$(MAKE) --no-print-directory _check-alone
+
+_check-parallel:
+	$(PYTEST) -m "not ($(TIERS) or alone)" -q -n $(JOBS)
+_check-alone:
+	$(PYTEST) -m "alone and not ($(TIERS))" -q
+
+# the house checks (configured in pyproject.toml): layers, lint, format, types
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check --no-fix pytest_pdebench benchmarks
+	$(VENV)/bin/ruff format --check pytest_pdebench
+	$(VENV)/bin/mypy
+
+# rewrite tests/durations.json from the last `make test` (its two reports)
+durations:
+	$(VENV)/bin/python scripts/durations.py reports/tests-parallel.json reports/tests-alone.json
 
 # measure e_base/t_base of every case on this machine and store them in the records
 # (LIBRARY=dolfinx, firedrake or dealii; run it alone: timings are what it measures).

@@ -209,6 +209,13 @@ class _Recorder:
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(session, config, items):
     run = _run(config)
+    if config.option.pde_sample:
+        from .shards import sample
+
+        kept, left_out = sample(items, config.option.pde_sample)
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
     if run.shard is not None:
         from .shards import keep
 

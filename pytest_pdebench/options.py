@@ -54,6 +54,10 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         )
     if opt.pde_runs < 1:
         raise pytest.UsageError("--pde-runs must be at least 1")
+    if opt.pde_sample is not None and opt.pde_sample < 1:
+        raise pytest.UsageError(
+            f"--pde-sample: at least 1 item per family and construction method, not {opt.pde_sample}"
+        )
     baseline, default_baseline = _baseline(opt, validate)
     alphas = Alphas(opt.pde_alpha_acc, opt.pde_alpha_time, opt.pde_tau_min, opt.pde_tau_max)
     settings = Settings(

@@ -88,6 +88,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(tcp://HOST:PORT or a scheduler file) instead of here; replaces -n",
     )
     group.addoption(
+        "--pde-sample",
+        type=int,
+        metavar="N",
+        help="run up to N items of each track's family and construction method (the same in every "
+        "session): a first look at the whole benchmark in minutes",
+    )
+    group.addoption(
         "--pde-shard",
         metavar="K/N",
         help="run shard K of N of the selected items (a Slurm array or "

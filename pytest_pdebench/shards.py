@@ -1,5 +1,7 @@
-"""``--pde-shard=K/N``: one of N deterministic parts of the selected items, for a Slurm
-array or a CI matrix without a scheduler process; ``pdebench merge`` joins the N
+"""The share of the selected items a session runs. ``--pde-sample=N``: up to N items of each
+track's family and construction method, the same ones in every session (a first look, the
+README's demo). ``--pde-shard=K/N``: one of N deterministic parts of the selected items, for
+a Slurm array or a CI matrix without a scheduler process; ``pdebench merge`` joins the N
 shards' JSON reports into the report of one run.
 
 The split is a function of the selected items alone (after ``-k``/``-m``), never of their
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,24 @@ ITEM_OVERHEAD_SEC = {"dealii": 15.0}
 DEFAULT_ITEM_OVERHEAD_SEC = 1.0
 UNKNOWN_BASELINE_SEC = 1.0
 FAMILY_SLACK = 2.0  # how much expected time, in the item's own cost, family balance may cost
+
+
+def sample(items: list, per_group: int) -> tuple[list, list]:
+    """``--pde-sample``: (the items kept, those left out). Up to ``per_group`` items of each
+    (track, family, construction method), spread evenly over the group's case ids in sorted
+    order; an item without a record (a broken case's) is kept, to say what is wrong."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for item in items:
+        record = getattr(item, "record", None)
+        if record is not None:
+            key = (getattr(item, "library", ""), record.family, record.evaluation_metadata.construction_method)
+            groups[key].append(item)
+    chosen: set[int] = set()
+    for members in groups.values():
+        members.sort(key=lambda item: item.record.id)
+        chosen.update(id(item) for item in members[:: max(1, len(members) // per_group)][:per_group])
+    kept = [item for item in items if id(item) in chosen or getattr(item, "record", None) is None]
+    return kept, [item for item in items if id(item) not in chosen and getattr(item, "record", None) is not None]
 
 
 class ShardError(ValueError):

@@ -80,3 +80,26 @@ def test_three_shards_merge_into_the_items_of_one_run(tmp_path, dolfinx_availabl
         merge_reports([reports[0], reports[2]])
     with pytest.raises(ShardError, match=r"given twice \[2\]"):
         merge_reports([reports[0], reports[1], reports[1]])
+
+
+def test_a_sample_takes_one_item_of_each_family_and_construction_method():
+    """--pde-sample=N (the README's `make demo`): the same items in every session, N per
+    track, family and way the answer is made."""
+    from types import SimpleNamespace
+
+    from pytest_pdebench.shards import sample
+
+    records = [r for _, _, r in load_cases(REPO / "cases")]
+    items = [SimpleNamespace(record=r, library=lib) for r in records for lib in r.supported_libraries]
+    kept, left = sample(items, 1)
+    groups = Counter((i.library, i.record.family, i.record.evaluation_metadata.construction_method) for i in items)
+    assert len(kept) == len(groups) and len(kept) + len(left) == len(items)
+    assert Counter((i.library, i.record.family, i.record.evaluation_metadata.construction_method)
+                   for i in kept) == Counter(dict.fromkeys(groups, 1))  # fmt: skip
+    assert [i.record.id for i in sample(list(reversed(items)), 1)[0]] == [i.record.id for i in reversed(kept)]
+    two, _ = sample(items, 2)
+    assert len(two) == sum(min(2, n) for n in groups.values())
+    done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
+                           "--pde-submissions=submissions/oracle", "--pde-library=dolfinx", "--pde-sample=0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode != 0 and "--pde-sample: at least 1 item" in done.stderr
