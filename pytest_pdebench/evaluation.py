@@ -204,8 +204,9 @@ def _fingerprint(plan: ItemPlan, submission: Submission, settings: Settings) -> 
         settings.calibrate,
         settings.sandbox,
     ]
-    if settings.gate_options:  # a verdict under moved gates is no verdict under the paper's
-        parts.append([list(option) for option in settings.gate_options])
+    moved = [list(option) for option in settings.gate_options if option[0] != "baseline"]  # (named above)
+    if moved:  # a verdict under moved thresholds is no verdict under the paper's
+        parts.append(moved)
     if settings.sibling:
         parts.append("sibling")
     if settings.warm_up:

@@ -179,3 +179,12 @@ def test_the_baseline_beside_an_item_runs_within_the_case_s_time_limit_not_the_u
     assert task.limits.timeout_sec == 5 and task.baseline.limits.timeout_sec == case_limit
     assert task.baseline.calibration_setting is not None
     assert baseline_settings(settings).timeout_sec is None and baseline_settings(settings).calibrate
+
+
+def test_a_verdict_under_moved_thresholds_does_not_resume_under_the_papers(tmp_path):
+    """Issue 62: the alphas and taus an option moved are part of what a resumed verdict was earned with."""
+    plan = plan_of(tmp_path)
+    papers = _fingerprint(plan, SOLVER, Settings(tmp_path))
+    loosened = _fingerprint(plan, SOLVER, Settings(tmp_path, gate_options=(("tau_max", 1.0),)))
+    assert papers != loosened
+    assert _fingerprint(plan, SOLVER, Settings(tmp_path, gate_options=(("baseline", "stored"),))) == papers
