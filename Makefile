@@ -30,7 +30,7 @@ demo-full: $(STAMP)
 # session lock shows) one at a time. Each pass writes its JSON report: `make durations`
 # turns the two into tests/durations.json, which gives the `slow` tier (tests/conftest.py).
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint _test-parallel
+	@$(MAKE) --no-print-directory -j2 --output-sync=line lint _test-parallel
 	@$(MAKE) --no-print-directory _test-alone
 
 _test-parallel:
@@ -42,7 +42,7 @@ _test-alone:
 
 # under 3 minutes on 2 shared cores, the same two passes without the slow and optional tiers
 check: $(STAMP)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint _check-parallel
+	@$(MAKE) --no-print-directory -j2 --output-sync=line lint _check-parallel
 	@$(MAKE) --no-print-directory _check-alone
 
 _check-parallel:

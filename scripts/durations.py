@@ -34,9 +34,9 @@ def main(paths: list[str]) -> int:
             print(f"{path}: not a pytest JSON report ({exc}); run `make test` first", file=sys.stderr)
             return 2
     OUT.write_text(json.dumps(dict(sorted(measured.items())), indent=0) + "\n")
-    slow = sum(seconds > 5 for seconds in measured.values())
+    slow = sum(seconds > 3 for seconds in measured.values())
     print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}: {len(measured)} tests, "
-          f"{slow} over 5 s, {sum(measured.values()) / 60:.1f} min in all")
+          f"{slow} over 3 s (the slow tier), {sum(measured.values()) / 60:.1f} min in all")
     return 0
 
 
