@@ -326,22 +326,27 @@ def loopback_listener():
     """A TCP server on the host's 127.0.0.1: yields (port, accepted connections); a
     sandboxed solver must never show up in the list."""
     server = socket.create_server(("127.0.0.1", 0))
-    accepted = []
+    server.settimeout(0.1)
+    accepted: list = []
+    done = threading.Event()
 
-    def accept():
-        server.settimeout(60)
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
+    def accept():  # until the test is over (a closed socket would not wake a blocked accept)
+        while not done.is_set():
+            try:
+                accepted.append(server.accept())
+            except TimeoutError:
+                continue
+            except OSError:
+                return
 
     thread = threading.Thread(target=accept)
     thread.start()
     try:
         yield server.getsockname()[1], accepted
     finally:
-        server.close()
+        done.set()
         thread.join()
+        server.close()
 
 
 # stored runs for the report's tests: verdicts whose numbers can be checked by hand
