@@ -261,7 +261,7 @@ class BaselinePass:
         settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS, warm_up=True)
         plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
         with timing_alone() as alone:  # no submission of any session starts while this runs
-            if not alone():
+            if not alone:
                 return "not kept: another session runs submissions on this machine"
             try:
                 verdict = evaluate(plan, oracle, "oracle", settings)

@@ -144,22 +144,22 @@ def others_running() -> bool:
 
 
 @contextmanager
-def timing_alone() -> Iterator[Callable[[], bool]]:
-    """Around one timing a session means to keep: yields ``alone()``, True if no submission
-    of any session ran at any moment of the timing so far (none held the submissions lock
-    when the timing began, and none can start while it runs)."""
+def timing_alone() -> Iterator[bool]:
+    """Around one timing a session means to keep: yields whether it runs alone (no session
+    held the submissions lock as it began, and none can start while it runs). Not alone:
+    the timings lock is let go at once, so a waiting session goes on."""
     try:
         timings = _open_lock(TIMINGS)
     except LockUnavailable:
-        yield lambda: False
+        yield False
         return
     try:
         fcntl.flock(timings, fcntl.LOCK_SH)
         alone = not others_running()
-        if not alone:  # nothing of it could be kept: let the waiting session go at once
+        if not alone:
             os.close(timings)
             timings = -1
-        yield lambda: alone
+        yield alone
     finally:
         if timings >= 0:
             os.close(timings)

@@ -168,7 +168,7 @@ def test_a_session_running_submissions_is_seen_by_every_other(tmp_path, monkeypa
         assert holder.stdout.readline().strip() == "holding"
         assert others_running()
         with timing_alone() as alone:
-            assert not alone()
+            assert not alone
         with submissions_running():  # sessions running submissions share it
             assert others_running()
     finally:
@@ -176,14 +176,14 @@ def test_a_session_running_submissions_is_seen_by_every_other(tmp_path, monkeypa
         holder.wait()
     assert not others_running()  # a killed session lets go
     with timing_alone() as alone:
-        assert alone()
+        assert alone
 
 
 @pytest.mark.alone
 def test_no_submission_starts_while_a_kept_timing_runs(tmp_path):
     """A session that starts its items while another's timing runs waits for it to end."""
     with timing_alone() as alone:
-        assert alone()
+        assert alone
         holder = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True)
         try:
             time.sleep(1.0)
@@ -209,7 +209,7 @@ def test_the_machine_lock_refuses_what_is_planted_in_its_place(tmp_path, monkeyp
     os.mkfifo(tmp_path / machine_lock.TIMINGS)
     assert others_running()  # cannot tell: counts as busy
     with timing_alone() as alone:
-        assert not alone()
+        assert not alone
     with submissions_running(lambda line: None):  # said, and passed over
         pass
     assert not (tmp_path / "elsewhere").exists()

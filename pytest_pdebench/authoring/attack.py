@@ -238,7 +238,7 @@ def attack_audit(
         log(f"[{index}/{len(chosen)}] {record.id}: {said} ({row['seconds'] or 0:.1f} s)")
     # what the threat model promises besides: u_m alone (the text's closed form) misses by
     # SOLVE_ONLY_TAUS x every track's tau_acc (validation.u_m_miss; static, from the record)
-    u_m_alone = {record.id: min(u_m_miss(record).values()) for _, record in chosen if u_m_miss(record)}
+    u_m_alone = {record.id: min(misses.values()) for _, record in chosen if (misses := u_m_miss(record))}
     by_family: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_family[row["family"]].append(row)
