@@ -6,6 +6,9 @@
 VENV ?= .venv
 STAMP := $(VENV)/.pdebench-setup
 JOBS ?= 2
+# the tests wait a quarter of their time (sleeping solvers, timeouts, pytest runs they start):
+# one worker more than the cores fills it (the tests that time something run alone, below)
+TEST_JOBS ?= 3
 PYTEST := $(VENV)/bin/pytest
 TIERS := docker or cluster or firedrake or slow
 DEMO := $(PYTEST) --pde-library=dolfinx --pde-submissions=submissions/oracle -n $(JOBS)
@@ -25,7 +28,7 @@ demo: $(STAMP)
 demo-full: $(STAMP)
 	$(DEMO) --json-report --json-report-file=reports/demo-full.json
 
-# The suite in two passes: the tests that time nothing on $(JOBS) workers, beside the house
+# The suite in two passes: the tests that time nothing on $(TEST_JOBS) workers, beside the house
 # checks (lint); then those marked `alone` (they assert what a timing or the machine-wide
 # session lock shows) one at a time. Each pass writes its JSON report: `make durations`
 # turns the two into tests/durations.json, which gives the `slow` tier (tests/conftest.py).
@@ -34,7 +37,7 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory _test-alone
 
 _test-parallel:
-	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m "not alone" -n $(JOBS) -q \
+	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m "not alone" -n $(TEST_JOBS) --dist loadgroup -q \
 		--json-report --json-report-file=reports/tests-parallel.json --json-report-omit=log,keywords,collectors
 _test-alone:
 	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m alone -q \
@@ -46,7 +49,7 @@ check: $(STAMP)
 	@$(MAKE) --no-print-directory _check-alone
 
 _check-parallel:
-	$(PYTEST) -m "not ($(TIERS) or alone)" -q -n $(JOBS)
+	$(PYTEST) -m "not ($(TIERS) or alone)" -q -n $(TEST_JOBS) --dist loadgroup
 _check-alone:
 	$(PYTEST) -m "alone and not ($(TIERS))" -q
 

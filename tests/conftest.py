@@ -187,3 +187,30 @@ def pytest_collection_modifyitems(config, items):
             tiers.add("slow")
         for tier in sorted(tiers):
             item.add_marker(tier)
+
+
+# ---- What each test cost the machine ------------------------------------------------------
+# CPU seconds of the test's process and of the children it waited for (pytest runs, compilers,
+# solvers; not containers, which the engine's service runs), beside its wall time in the JSON
+# report (user_properties "cpu_sec"): what `-n` can overlap is wall time that is not CPU.
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _CPU_AT_START[nodeid] = _cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown" and item.nodeid in _CPU_AT_START:  # the JSON report reads teardown's
+        outcome.get_result().user_properties.append(("cpu_sec", round(_cpu_seconds() - _CPU_AT_START.pop(item.nodeid), 2)))
+
+
+_CPU_AT_START: dict[str, float] = {}
