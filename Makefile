@@ -7,7 +7,9 @@ VENV ?= .venv
 STAMP := $(VENV)/.pdebench-setup
 JOBS ?= 2
 # the tests wait a quarter of their time (sleeping solvers, timeouts, pytest runs they start):
-# one worker more than the cores fills it (the tests that time something run alone, below)
+# one worker more than the cores fills it (the tests that time something run alone, below).
+# A module's tests on one worker (--dist loadscope): its module-scoped fixtures (a wheel
+# built, a pytest run over toy solvers) are made once, not once per worker
 TEST_JOBS ?= 3
 PYTEST := $(VENV)/bin/pytest
 TIERS := docker or cluster or firedrake or slow
@@ -37,7 +39,7 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory _test-alone
 
 _test-parallel:
-	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m "not alone" -n $(TEST_JOBS) --dist loadgroup -q \
+	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m "not alone" -n $(TEST_JOBS) --dist loadscope -q \
 		--json-report --json-report-file=reports/tests-parallel.json --json-report-omit=log,keywords,collectors
 _test-alone:
 	PDEBENCH_REQUIRE_FEM=1 $(PYTEST) -m alone -q \
@@ -49,7 +51,7 @@ check: $(STAMP)
 	@$(MAKE) --no-print-directory _check-alone
 
 _check-parallel:
-	$(PYTEST) -m "not ($(TIERS) or alone)" -q -n $(TEST_JOBS) --dist loadgroup
+	$(PYTEST) -m "not ($(TIERS) or alone)" -q -n $(TEST_JOBS) --dist loadscope
 _check-alone:
 	$(PYTEST) -m "alone and not ($(TIERS))" -q
 

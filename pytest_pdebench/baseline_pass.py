@@ -1,4 +1,5 @@
-"""This machine's runtime baselines, timed before a session's submissions run (issue 48).
+"""This machine's runtime baselines, timed before a session's submissions run, so that no
+submission shares the machine with them.
 
 Under ``--pde-baseline=local`` (the default) an item is judged against the oracle's timing
 on this machine, kept between sessions (kept_baselines.py). Before the first item runs, the

@@ -3,7 +3,7 @@
     tau_acc  = min(max(alpha_acc * e_base, tau_min), tau_max)
     tau_time = alpha_time * t_base                        (paper, Eq. 2)
 
-tau_max is ours (issue 11): the paper has no cap and floats one for reference-based cases
+tau_max is ours, not the paper's: the paper has no cap and floats one for reference-based cases
 in a future version (appendix F). At 8e-3 (it binds on the top 5% of our DOLFINx
 baselines) no case accepts an answer 1% off, however coarse its baseline came out.
 
@@ -68,9 +68,9 @@ def machine_key() -> str:
 
 
 # how the kernel store was kept when a baseline's first run was timed: "per-item" (empty for
-# the gated run, issue 46). A first run timed with a store kept across items and sessions
-# (calibrations before it say nothing) found kernels compiled already, and is no base for
-# the first-run gate.
+# the gated run, so that it compiles every kernel it uses). A first run timed with a store
+# kept across items and sessions (calibrations before it say nothing) found kernels compiled
+# already, and is no base for the first-run gate.
 KERNEL_STORE = "per-item"
 
 

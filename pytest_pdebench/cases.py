@@ -212,10 +212,11 @@ class Variant(Strict):
 
 class SolveOnlyPart(Strict):
     """The part delta of a manufactured record's solution that only a solve recovers
-    (issue 46; authoring/solve_only.py): the solution is the manufactured u plus delta,
-    which the term ``forcing`` of the record's forcing drives with homogeneous boundary and
-    initial data. delta is stored on the evaluation grid at t_end (``path``, relative to the
-    case file's folder; evaluator-only, never mounted into a run), per component."""
+    (authoring/solve_only.py), so that no reading of the data gives the answer: the solution
+    is the manufactured u plus delta, which the term ``forcing`` of the record's forcing
+    drives with homogeneous boundary and initial data. delta is stored on the evaluation
+    grid at t_end (``path``, relative to the case file's folder; evaluator-only, never
+    mounted into a run), per component."""
 
     forcing: ExpressionOrVector
     path: str
@@ -252,8 +253,8 @@ class EvaluationMetadata(Strict):
     reference_path: str | None = None
     calibration_path: str | None = None
     thresholds: dict[Library, Thresholds] = Field(default_factory=dict)
-    # 2: the agent-visible data differ from the exact solution (issue 11), checked by
-    # --pde-validate; absent: built before that (boundary data = the exact solution)
+    # 2: the agent-visible data differ from the exact solution (no datum is the answer),
+    # checked by --pde-validate; absent: built before that (boundary data = the exact solution)
     data_revision: int | None = Field(default=None, ge=1)
     variant: Variant | None = None  # set on a live variant only
 

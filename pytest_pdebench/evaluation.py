@@ -14,7 +14,7 @@ What is timed (the same for submissions and for the calibration baseline):
   follow; ``t_agent`` is their mean. The first run's time, compile included, is
   ``t_first_run``: the first-run gate holds it to ``alpha_time`` times the baseline's own
   first run, so work a gated run did cannot be carried to the timed runs for free
-  (issue 46: whatever a kept kernel can hold).
+  (a kept kernel can hold anything a run wrote).
 * No run sees what an earlier run wrote, except compiled kernels: each has fresh
   working and cache folders, and only files the track recognises as kernels pass from
   the first run into the read-only kernel store (``kernel_cache.py``).

@@ -290,7 +290,7 @@ def time_gate(t_agent: float, tau_time: float) -> None:
 def first_run_gate(t_first: float | None, tau_first: float | None) -> None:
     """The gated run, which starts with an empty kernel store, against alpha_time times the
     baseline's own first run: what the timed runs could read back from kept kernels had
-    to be computed here (issue 46)."""
+    to be computed here, on the clock."""
     if t_first is not None and tau_first is not None and t_first > tau_first:
         raise GateFailure(
             "F-Time", f"first run {t_first:.3g} s > tau_first {tau_first:.3g} s (alpha_time x the baseline's first run)"

@@ -1,4 +1,5 @@
-"""Runtime baselines of this machine, kept between sessions (issue 48).
+"""Runtime baselines of this machine, kept between sessions: time limits measured here, not
+on another machine.
 
 A stored calibration is timed on another instance of the machine class, on another day:
 1.4-2.9x lenient on this one. With ``--pde-baseline=local`` (the default) the oracle's

@@ -1,7 +1,6 @@
 """How close the agent-visible data of a manufactured record comes to its answer.
 
-Contract (issue 11; the paper's sections 2 and J: the agent view must not expose the
-target field):
+Contract (the paper's sections 2 and J: the agent view must not expose the target field):
 - Every agent-visible data field other than the initial condition (Dirichlet, Neumann,
   Robin and laplacian values, Robin alpha, non-constant coefficients, the forcing) is
   evaluated on the valid eval-grid points at t_end and compared with the exact output
@@ -19,7 +18,8 @@ target field):
 ``dishonest_errors`` gives the errors three solvers that solve nothing would get from
 the evaluator (boundary data evaluated everywhere, the forcing scaled to the edge, the
 initial condition); ``rung_errors`` adds zeros and the reference with 1% noise, for
-every record (issue 11's dishonest rungs; ``pdebench leak-audit`` and the tests).
+every record (the validity ladder's dishonest rungs, which must not pass; ``pdebench
+leak-audit`` and the tests).
 """
 
 from __future__ import annotations

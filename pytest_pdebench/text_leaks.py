@@ -1,5 +1,5 @@
 """Whether the exact solution of a manufactured record can be read off the TEXT of its
-agent-visible data (issue 46).
+agent-visible data, where a distance on the grid does not see it.
 
 leaks.py measures distances on the evaluation grid, and data far from u there can still
 spell u out: the builder's boundary data are ``u + s*phi*w`` (authoring/hiding.py), which

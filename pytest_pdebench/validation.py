@@ -267,8 +267,8 @@ def check_leaks(record: CaseRecord, case_dir: Path | None = None) -> str | None:
 
 
 def check_text_leaks(record: CaseRecord) -> str | None:
-    """The manufactured u cannot be read off the text of the agent-visible data (issue 46,
-    text_leaks.py), or it misses the solution by a part only a solve recovers (a record
+    """The manufactured u cannot be read off the text of the agent-visible data
+    (text_leaks.py), or it misses the solution by a part only a solve recovers (a record
     with ``evaluation_metadata.solve_only`` passes: check_solve_only sizes the part). The
     builders write records that fail this; ``pdebench build-solve-only`` gives them parts."""
     from .text_leaks import text_leak_problems

@@ -53,10 +53,8 @@ class GateRun(NamedTuple):
     options: list[str]  # where the runs happened: a sandbox, or a cluster
 
 
-# each track's tests on one xdist worker (`--dist loadgroup`): the run is the fixture's
-@pytest.fixture(scope="module", params=[
-    pytest.param(track, marks=pytest.mark.xdist_group(f"gates-{track}"))
-    for track in ("dolfinx", "firedrake", "dolfinx-docker", "dolfinx-cluster", "dolfinx-docker-cluster")])
+@pytest.fixture(scope="module",
+                params=["dolfinx", "firedrake", "dolfinx-docker", "dolfinx-cluster", "dolfinx-docker-cluster"])
 def gate_run(request, tmp_path_factory):
     """One pytest run over all the toy solvers on a track (in the bubblewrap sandbox, in
     containers through a real engine, on the workers of a Dask cluster, or both)."""

@@ -1,4 +1,4 @@
-"""`pdebench report`: the paper's tables and figures from stored runs (issue 13).
+"""`pdebench report`: the paper's tables and figures from stored runs.
 
 ``runs.py`` reads stored runs into rows, ``stats.py`` has the statistics, ``tables.py``
 the analyses (tables of numbers, re-gating with other alphas), ``figures.py`` the plots

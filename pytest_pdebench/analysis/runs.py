@@ -109,7 +109,7 @@ class Run:
     rows: list[dict] = field(default_factory=list)
 
 
-AGENT_FAILURE = "agent failure"  # F-Exec that is not the solver's (issue 14): the agent crashed or hit a limit
+AGENT_FAILURE = "agent failure"  # F-Exec that is the code agent's, not the solver's: it crashed or hit a limit
 
 
 def exec_category(reason: str) -> str:

@@ -385,9 +385,10 @@ def _comparison_row(result: dict) -> list:
 
 
 def live_table(rows: list[dict]) -> Table | None:
-    """Issue 39: each system's score on the published records and on variants, side by side
-    (Wilson 95% intervals), with its score on the published records the variants were drawn
-    from, and its sibling rate (of the items that passed, the share whose solver passes a
+    """Each system's score on the published records and on live variants, side by side
+    (Wilson 95% intervals): a score that comes from having seen the published answers drops
+    on the variants. Beside them, its score on the published records the variants were
+    drawn from, and its sibling rate (of the items that passed, the share whose solver passes a
     second variant no prompt showed; a column, not a gate)."""
     if not any(r.get("cases", "published") != "published" or r.get("sibling") for r in rows):
         return None

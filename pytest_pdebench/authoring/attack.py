@@ -1,5 +1,5 @@
-"""The ansatz-fit attacker run offline on a record (issue 46): how close a solver that fits
-the data's own functions, with no mesh and no solve, lands to the record's answer.
+"""The ansatz-fit attacker run offline on a record: how close a solver that fits the data's
+own functions, with no mesh and no solve, lands to the record's answer.
 
 A record is only as hard as the best shortcut that gets under its tau_acc. The attacker
 (``ATTACKER``, a solver file of the checkout: least squares in the span of the data's terms

@@ -1,4 +1,4 @@
-"""The calibration baseline's discretization of each case (issue 11, part 2).
+"""The calibration baseline's discretization of each case, an ordinary one as in the paper.
 
 The paper sets thresholds from a "standard calibration configuration" run, not from a
 near-exact solve: ``tau_acc = alpha_acc * e_base`` is only as permissive as the paper
@@ -23,7 +23,7 @@ Where the settings come from:
 - ``refined``: a case whose baseline error came out at or above ``REFINE_ABOVE`` (then a
   reference with 1% noise could pass) gets P2, or a finer P2 mesh, recorded in its source;
 - ``coarsened``: a case whose tau_acc leaves the strong oracle (the anchor that must pass,
-  section 4 of issue 11) too little room gets a coarser mesh, aimed COARSEN_MARGIN above
+  else a verdict says nothing) too little room gets a coarser mesh, aimed COARSEN_MARGIN above
   the e_base at which the anchor just fits (its error at most 0.5 x tau_acc, or 0.1 x
   against a reference): the case is then no longer 10-250x stricter than the paper's
   family median (the first refinement pass turned P1/120-260 Helmholtz meshes into P2 on

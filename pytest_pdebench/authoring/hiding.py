@@ -1,5 +1,5 @@
-"""Data that is not the answer (issue 11): how a manufactured record's agent-visible
-data is made to differ from its exact solution.
+"""Data that is not the answer (no solver may pass by reading the answer off the data): how
+a manufactured record's agent-visible data is made to differ from its exact solution.
 
 - Boundary data h (Dirichlet u, Neumann c du/dn, Robin c du/dn + alpha u, the
   biharmonic lap(u)) becomes h + s * phi * w: phi (boundaries.py) vanishes exactly on

@@ -181,7 +181,8 @@ def store_reference_agreement(
     (``CalibrationStore.write_strong_oracle``). Against a reference, a track's tau_acc should
     measure its own discretization, not the distance between its oracle and the library that
     made the reference; on every record, the strong oracle is the anchor that must pass
-    (issue 11). Only verdicts of the current version of a case, with a finite error, count.
+    (else a verdict says nothing). Only verdicts of the current version of a case, with a
+    finite error, count.
     Returns the file written and how many records it holds figures for."""
     store, measured = CalibrationStore(calibrations), {}
     for _, _, record in load_cases(cases):

@@ -1,4 +1,5 @@
-"""A part of the solution that only a solve recovers (issue 46).
+"""A part of the solution that only a solve recovers, so that no reading of the data gives
+the answer.
 
 A manufactured record's data are written from its exact solution u_m: the forcing is
 L(u_m), the boundary data carry u_m's trace. Whatever the data are made of, u_m is then

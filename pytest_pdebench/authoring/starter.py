@@ -53,7 +53,7 @@ class Design:
     forcing: str | tuple[str, ...] = "0"
     dirichlet: tuple[tuple[str | list[str], object], ...] = (("boundary", "0"),)  # tag(s), value(s)
     initial: str = "0"
-    smoke: bool = False  # the classic smoke case: its data may give the answer away (issue 11)
+    smoke: bool = False  # the classic smoke case: its data may give the answer away (tag smoke_case: not leak-checked)
     geometry: dict | None = None  # the template's parameters; None: DOMAINS' or the template's defaults
 
     def pde_params(self) -> dict:
@@ -518,7 +518,7 @@ DESIGNS = [
 ]
 
 
-DATA_REVISION = 2  # boundary data differ from the solution inside, no eigenfunctions (issue 11)
+DATA_REVISION = 2  # boundary data differ from the solution inside, no eigenfunctions: no datum is the answer
 
 
 def build_record(design: Design, hide_solution: bool = True, key: str | None = None) -> CaseRecord:

@@ -22,9 +22,9 @@ Readings that are this importer's choices (each recorded in the output record):
   not imported: all 3-D manufactured records of benchmark_v2 carry a forcing derived with
   the 2-D Laplacian (the residual check), one "periodic" Burgers record has a forcing
   that does not repeat across the period;
-- the data of manufactured records differ from upstream's (issue 11; ``hide_data``, the
-  same code generated records go through, tags ``imported_hidden_data`` and
-  ``imported_added_component``). In upstream records the Dirichlet data IS the exact
+- the data of manufactured records differ from upstream's, which give the answer away
+  (``hide_data``, the same code generated records go through, tags ``imported_hidden_data``
+  and ``imported_added_component``). In upstream records the Dirichlet data IS the exact
   solution: evaluating it on the grid passes without solving anything; some solutions
   are eigenfunctions, so the forcing is a multiple of the answer. So a solution that
   leaks gets a smooth component added, the forcing, initial and boundary data are derived
@@ -294,7 +294,7 @@ def convert_record(raw: dict) -> dict:
 
 
 def hide_data(record):
-    """A manufactured record made to follow issue 11, as generated records are
+    """A manufactured record whose data no longer give the answer away, as generated records
     (starter.build_record): a component added to a leaking solution, then the forcing,
     boundary and initial data derived again from the (possibly new) solution, then every
     boundary condition's data hidden (authoring/hiding.py)."""
@@ -384,7 +384,7 @@ def import_to(source: Path, output: Path, progress=None) -> str:
     to ``output`` (built fields of unchanged records are kept) and the rejected lines with
     their reasons beside it (``<stem>.rejected.json``); returns the summary for the user:
     records per family, what the hiding changed so that the data no longer give the answer
-    away (issue 11), and the rejections grouped by reason."""
+    away, and the rejections grouped by reason."""
     records, problems = import_file(source, progress)
     rewrite_case_file(output, records)
     rejected = output.with_name(output.stem + ".rejected.json")

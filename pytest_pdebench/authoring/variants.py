@@ -1,4 +1,4 @@
-"""Live variants (issue 39): for a published record, a sibling drawn afresh from the same
+"""Live variants: for a published record, a sibling drawn afresh from the same
 design, so that a score on it cannot come from having seen the published answers.
 
 A variant keeps everything that makes the case what it is: family, regime, domain

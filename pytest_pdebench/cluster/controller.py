@@ -100,7 +100,7 @@ class Cluster:
         """SIGINT and SIGTERM also set ``interrupted``, and ``_result`` waits in slices that look
         at it: a KeyboardInterrupt raised while the main thread runs a finalizer (``__del__``, a
         weakref callback) is printed as "Exception ignored" and lost, and the controller would
-        wait out the whole run it takes next (issue 37). Signals ignored or at their default
+        wait out the whole run it takes next. Signals ignored or at their default
         stay so; ``close`` puts the handlers back."""
         if threading.current_thread() is not threading.main_thread():
             return

@@ -265,7 +265,7 @@ def run(backend, request: RunRequest) -> RunResult:
             with live_run(lambda: kill_group(sandbox)):
                 reply, timed_out = zygote.wait(limits.timeout_sec, lambda: kill_group(sandbox))
                 # the clock stops when every process of the run is gone, not when the solver
-                # is: a child it left could still write the outputs (issue 46)
+                # is: a child it left could still write the outputs, off the clock
                 _end_sandbox(sandbox)
                 _wait_until_gone(pidfd)
             end = time.perf_counter()

@@ -416,7 +416,7 @@ def json_report(path, verdicts, machine="m-2cpu", sandbox="bubblewrap"):
     return path
 
 
-# ---- The ansatz-fit attacker (issue 46) ----
+# ---- The ansatz-fit attacker: a fit to the data's functions that solves nothing ----
 
 
 def ansatz_fit_error(record, case_dir: Path, library: str = "dolfinx") -> float:

@@ -1,4 +1,4 @@
-"""Code agents as sources of submissions (``--pde-agent``, issue 14).
+"""Code agents as sources of submissions (``--pde-agent``).
 
 An agent gets a working folder per item (``<item>/workspace``: the task as ``TASK.md``
 and ``case_spec.json``), works there for up to ``--pde-agent-timeout`` seconds, and

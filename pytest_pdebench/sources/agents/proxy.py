@@ -1,4 +1,5 @@
-"""The metering proxy: the one model endpoint an agent gets (issue 14).
+"""The metering proxy: the one model endpoint an agent gets, so that the agent never holds
+the real key.
 
 An OpenAI-compatible ``/v1/chat/completions`` that forwards to the provider of the
 registry entry with the real key, which the agent never sees: it authenticates with a
