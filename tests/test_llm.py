@@ -96,6 +96,31 @@ def test_failures_are_f_exec_with_the_reason(bench, server, model, outcome, reas
     assert verdict["outcome"] == outcome and reason in verdict["reason"], (verdict["reason"], done.stdout[-2000:])
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("model, words", [
+    ("scripted-503", "InternalServerError after 2 tries at http://127.0.0.1"),
+    ("scripted-401", "HTTP 401 from http://127.0.0.1"),
+    ("scripted-no-such-model", "HTTP 404 from http://127.0.0.1"),
+    ("refused", "APIConnectionError after 2 tries at http://127.0.0.1"),
+])
+def test_a_failing_endpoint_is_not_run_never_the_models_failure(bench, server, model, words):
+    """Connection refused, 5xx after the retries, a refused key, an unknown model: the item is
+    `not run` (out of the pass rates, the run's status 1) with the URL and what to check."""
+    extra = [f"--pde-base-url=http://127.0.0.1:{_closed_port()}/v1"] if model == "refused" else []
+    done, outcomes = run(bench, server, "scripted-correct" if model == "refused" else model,
+                         "-k", "toy_a", "--pde-llm-retries=1", *extra)
+    assert "toy_a" not in outcomes, outcomes  # no verdict: nothing was judged
+    assert "not run: the model's endpoint failed: " + words in done.stdout, done.stdout[-2000:]
+    assert done.returncode == 1
+
+
 @pytest.mark.parametrize("model", ["scripted-429", "scripted-500"])
 def test_rate_limits_and_server_errors_are_retried(bench, server, model):
     done, outcomes = run(bench, server, model, "-k", "toy_a")

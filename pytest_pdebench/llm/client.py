@@ -26,6 +26,20 @@ class ModelCallFailed(RuntimeError):
     """No usable response after the retries (or a non-retryable error)."""
 
 
+class EndpointFailed(ModelCallFailed):
+    """The endpoint, not the model, failed: unreachable, still failing (5xx) or limiting the
+    rate (429) after the retries, or refusing the key or the model's name (401, 403, 404).
+    The item is not run (left out of the pass rates), never a failure of the model; a
+    timeout stays the model's (a response it did not finish)."""
+
+
+# what to check, by what the endpoint did
+_CHECK = {"connection": "is the server up and --pde-base-url right?",
+          401: "is the key in --pde-api-key-env's variable right?", 403: "may this key use this model?",
+          404: "are the model's id and --pde-base-url right?",
+          "busy": "the server is failing or limiting the rate: rerun later with --pde-resume"}  # fmt: skip
+
+
 @dataclass
 class Completion:
     text: str
@@ -90,10 +104,17 @@ class ModelClient:
                 openai.APIConnectionError,
             ) as exc:
                 if attempt == self.retries:
-                    raise ModelCallFailed(f"{type(exc).__name__} after {attempt + 1} tries: {exc}") from None
+                    tries = f"{type(exc).__name__} after {attempt + 1} tries"
+                    if isinstance(exc, openai.APITimeoutError):
+                        raise ModelCallFailed(f"{tries}: {exc}") from None
+                    check = _CHECK["connection" if isinstance(exc, openai.APIConnectionError) else "busy"]
+                    raise EndpointFailed(f"{tries} at {self.spec.base_url}: {exc} ({check})") from None
                 time.sleep(self._delay(exc, attempt))
             except openai.APIStatusError as exc:  # 400, 401, 404...: retrying will not help
-                raise ModelCallFailed(f"HTTP {exc.status_code} from {self.spec.base_url}: {exc.message}") from None
+                failed = f"HTTP {exc.status_code} from {self.spec.base_url}: {exc.message}"
+                if exc.status_code in _CHECK or exc.status_code >= 500:
+                    raise EndpointFailed(f"{failed} ({_CHECK.get(exc.status_code, _CHECK['busy'])})") from None
+                raise ModelCallFailed(failed) from None
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice else ""
         usage = response.usage

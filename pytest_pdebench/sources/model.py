@@ -23,7 +23,7 @@ import pytest
 from ..bundled import bundled
 from ..cases import CaseRecord, agent_view
 from ..llm.cache import ResponseCache, SpendLedger
-from ..llm.client import Completion, ModelCallFailed, ModelClient
+from ..llm.client import Completion, EndpointFailed, ModelCallFailed, ModelClient
 from ..llm.extract import extract_code
 from ..llm.registry import ModelSpec, RegistryError, api_key, resolve_model
 from ..prompts import feedback_prompt, single_shot_prompt
@@ -61,6 +61,8 @@ class ModelSource:
         prompt = base if feedback is None else feedback_prompt(attempt, feedback.code, feedback.facts, base)
         try:
             completion, cached = self.completion(prompt, attempt)
+        except EndpointFailed as exc:  # the endpoint's failure, not the model's: like a spent budget
+            raise NotRun(f"the model's endpoint failed: {exc}") from None
         except ModelCallFailed as exc:
             return Draft(None, reason=f"model call failed: {exc}", audit={"prompt.md": prompt}, final=True)
         cost = self.spec.cost(completion.input_tokens, completion.output_tokens)

@@ -7,6 +7,8 @@ the real `openai` client on the other end. What it answers is chosen by the mode
     scripted-429       429 (Retry-After: 0) on the first request of each prompt, then correct
     scripted-500       500 on the first request of each prompt, then correct
     scripted-hang      sleeps longer than the client's timeout
+    scripted-503       503 on every request (a server that is down)
+    scripted-401       401 on every request (a key the server refuses)
     scripted-repair    a solver that raises, unless the prompt is a feedback prompt: then correct
     scripted-cpp-repair  C++ that does not compile, unless the prompt is a feedback prompt: then a
                        correct C++ program (the deal.II track)
@@ -199,6 +201,8 @@ def answer(model: str, prompt: str, seen_before: int) -> tuple[int, str | None]:
         return (429, None) if seen_before == 0 else (200, correct)
     if model == "scripted-500":
         return (500, None) if seen_before == 0 else (200, correct)
+    if model in ("scripted-503", "scripted-401"):
+        return int(model[-3:]), None
     if model == "scripted-hang":
         time.sleep(HANG_SECONDS)
         return 200, correct
