@@ -190,6 +190,22 @@ def test_the_tutorial_runs_as_written(tmp_path, dolfinx_available):
     assert "F-Acc: rel. L2 error" in outputs[-1]
 
 
+def test_the_tutorial_solver_refuses_what_it_does_not_solve(tmp_path, dolfinx_available):
+    """On the install page's own case, an annulus: F-Exec with its message, as the tutorial
+    promises (it used to mesh the bounding square and fail the accuracy gate instead)."""
+    from pytest_pdebench.testing import REPO, run_track
+
+    blocks = [body for what, body in STEP.findall((DOCS / "tutorial.md").read_text()) if what.startswith("file ")]
+    solvers = tmp_path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "poisson.py").write_text(blocks[0] + "\n")
+    done, outcomes = run_track(tmp_path, "dolfinx", REPO / "cases", tmp_path / "solvers", "--pde-baseline=stored",
+                               "-k", "poisson_smooth_kappa_annulus_000")
+    verdict = outcomes["poisson_smooth_kappa_annulus_000"]
+    assert verdict["outcome"] == "F-Exec", (verdict["reason"], done.stdout[-2000:])
+    assert "this solver meshes rectangles only, not annulus" in verdict["reason"]
+
+
 def test_the_committed_reference_pages_are_what_the_code_writes():
     """docs/reference/ is committed (its links work on GitHub) and must say what the plugin's
     options and the pdebench command are now; the site's build stops on a stale page too."""
