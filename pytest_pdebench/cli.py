@@ -190,6 +190,9 @@ def _report(args) -> int:
     out = Path(args.out)
     summary = write_report(runs, out, with_figures=not args.no_figures)
     items = sum(len(run.rows) for run in runs)
+    for run in runs:
+        if run.cut_short:
+            print(f"pdebench report: WARNING: {run.cut_short}", file=sys.stderr)
     print(
         f"report over {len(runs)} run(s), {items} items: {out / 'report.md'}, {out / 'report.html'} "
         f"({len(summary['tables'])} tables, {len(summary['figures'])} figures)"

@@ -132,6 +132,30 @@ class _Recorder:
         self.counted: set[str] = set()  # node ids with a verdict or a stand-in: one each
         self.validated: Counter[str] = Counter()  # --pde-validate: records passed, failed, skipped
         self.trials: Counter[str] = Counter()  # --pde-validate: trial runs per library
+        self.selected: int | None = None  # items the session set out to run
+        self.interrupted = False  # Ctrl-C or SIGTERM (session.terminate_as_interrupt)
+
+    def pytest_collection_finish(self, session):
+        if session.items:  # under xdist the controller collects nothing: its workers say below
+            self.selected = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.selected = len(ids)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.interrupted = True
+
+    def cut_short(self) -> str | None:
+        """The line that says the run was interrupted, or None."""
+        if not self.interrupted:
+            return None
+        judged = len(self.verdicts) + len(self.not_run)
+        of = f" of {self.selected}" if self.selected is not None else ""
+        return (
+            f"pdebench: interrupted: {judged}{of} items judged; the tables and the reports hold those only. "
+            "The same command with --pde-resume judges the rest (the verdicts written are kept)"
+        )
 
     def pytest_runtest_logreport(self, report):
         if self.run.validate and report.when == "call":
@@ -154,6 +178,11 @@ class _Recorder:
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):
         json_report["pde"] = {**self.run.session_metadata(), "not_run": self.not_run}
+        if self.interrupted:
+            json_report["pde"]["interrupted"] = {
+                "judged": len(self.verdicts) + len(self.not_run),
+                "selected": self.selected,
+            }
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
@@ -183,9 +212,14 @@ class _Recorder:
             terminalreporter.section("PDEAgent-Bench validation")
             for line in checks_ran(self.validated, self.trials, self.run.static_only):
                 terminalreporter.write_line(line)
+        cut_short = self.cut_short()
         if not self.verdicts and not self.not_run:
+            if cut_short:
+                terminalreporter.write_line(cut_short)
             return
         terminalreporter.section("PDEAgent-Bench outcomes")
+        if cut_short:
+            terminalreporter.write_line(cut_short)
         for library, table in tables_by_library(self.verdicts, not_run=self.not_run):
             terminalreporter.write_line(f"{library}:")
             terminalreporter.write_line(table)
@@ -204,6 +238,8 @@ class _Recorder:
                 report_of_session(self.verdicts, self.run.session_metadata(), Path(config.getoption("pde_report")))
             )
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
+        if cut_short:  # once more at the end, where a person looks
+            terminalreporter.write_line(cut_short)
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected

@@ -106,6 +106,12 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     assert verdict["outcome"] == "PASS"
     tests = json.loads(report.read_text())["tests"]
     assert [t["metadata"]["pde"]["case_id"] for t in tests if "pde" in t.get("metadata", {})] == ["quick"]
+    # the run says it was cut short: the terminal, the JSON report, and a report made from it
+    assert "pdebench: interrupted: 1 of 2 items judged" in output and "--pde-resume" in output, output[-2000:]
+    assert json.loads(report.read_text())["pde"]["interrupted"] == {"judged": 1, "selected": 2}
+    made = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "report", str(report), "--out",
+                           str(tmp_path / "made"), "--no-figures"], capture_output=True, text=True, timeout=120)
+    assert "report was interrupted: 1 of 2 items judged" in made.stderr, (made.stdout, made.stderr)
     return command, solvers, output
 
 

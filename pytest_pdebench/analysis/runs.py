@@ -107,6 +107,7 @@ class Run:
     images: dict = field(default_factory=dict)
     mode: str = "evaluation"
     rows: list[dict] = field(default_factory=list)
+    cut_short: str | None = None  # the run was interrupted: what of it was judged
 
 
 AGENT_FAILURE = "agent failure"  # F-Exec that is the code agent's, not the solver's: it crashed or hit a limit
@@ -264,6 +265,9 @@ def _crash_message(test: dict) -> str | None:
     return None
 
 
+INTERRUPTED_EXIT = 2  # pytest's exit code of an interrupted session
+
+
 def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
     meta = document.get("pde") or {}
     run = Run(
@@ -281,6 +285,13 @@ def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
             if not verdict.get("calibration_problem")
         ]
     )
+    interrupted = meta.get("interrupted")
+    if interrupted or document.get("exitcode") == INTERRUPTED_EXIT:  # an older report says it by its exit code
+        of = f" of {interrupted['selected']}" if interrupted and interrupted.get("selected") else ""
+        run.cut_short = (
+            f"{run.label} was interrupted: {len(run.rows)}{of} items judged; its rates cover those "
+            "only (finish it with the same command and --pde-resume)"
+        )
     if not run.rows:
         raise ReportError(
             f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run with --json-report?)"
