@@ -558,8 +558,18 @@ def _shipped(name: str) -> str:
     return name if Path(name).exists() else str(bundled(name))
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-pdebench")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pdebench", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"pdebench (pytest-pdebench) {_version()}")
     commands = parser.add_subparsers(
         dest="command",
         required=True,

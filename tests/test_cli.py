@@ -226,3 +226,12 @@ def test_a_build_that_rewrites_one_case_file_refuses_a_folder(tmp_path, capsys, 
     code = cli.main([command, str(tmp_path), *out])
     err = capsys.readouterr().err
     assert code == 2 and f"{tmp_path}: a folder; pass the path of one case file" in err, err
+
+
+def test_version_names_the_installed_package():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"pdebench (pytest-pdebench) {version('pytest-pdebench')}"
