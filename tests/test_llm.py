@@ -121,6 +121,22 @@ def test_a_failing_endpoint_is_not_run_never_the_models_failure(bench, server, m
     assert done.returncode == 1
 
 
+def test_a_local_server_that_takes_any_key_needs_none_when_its_entry_says_so(bench, server):
+    """vLLM, llama.cpp's server and Ollama take any key: `needs_key = false` in the entry, and no
+    variable set; without it, the run stops before any case, saying how."""
+    models = bench / "models.toml"
+    models.write_text(f'[models."local-correct"]\nmodel = "scripted-correct"\nbase_url = "{server.url}"\n'
+                      'api_key_env = "PDEBENCH_NO_SUCH_KEY"\nneeds_key = false\n')
+    done, outcomes = run(bench, server, "local-correct", "-k", "toy_a", f"--pde-models={models}",
+                         "--pde-api-key-env=PDEBENCH_NO_SUCH_KEY", key=None)
+    assert outcomes["toy_a"]["outcome"] == "PASS", done.stdout[-2000:]
+    assert server.for_model("scripted-correct")[-1]["authorization"] == "Bearer no-key-needed"
+    models.write_text(models.read_text().replace("needs_key = false\n", ""))
+    done, _ = run(bench, server, "local-correct", "-k", "toy_a", f"--pde-models={models}",
+                  "--pde-api-key-env=PDEBENCH_NO_SUCH_KEY", key=None)
+    assert done.returncode == 4 and "needs_key = false" in done.stdout + done.stderr, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("model", ["scripted-429", "scripted-500"])
 def test_rate_limits_and_server_errors_are_retried(bench, server, model):
     done, outcomes = run(bench, server, model, "-k", "toy_a")

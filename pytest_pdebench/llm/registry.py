@@ -26,6 +26,7 @@ class ModelSpec:
     temperature: float | None = 0.0
     input_usd_per_mtok: float = 0.0
     output_usd_per_mtok: float = 0.0
+    needs_key: bool = True  # False: a local server that takes any key (vLLM, llama.cpp, Ollama)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input_usd_per_mtok + output_tokens * self.output_usd_per_mtok) / 1e6
@@ -35,7 +36,8 @@ class ModelSpec:
         return "".join(c if c.isalnum() or c in "._-" else "-" for c in self.name)
 
 
-FIELDS = {"model", "base_url", "api_key_env", "temperature", "input_usd_per_mtok", "output_usd_per_mtok"}
+FIELDS = {"model", "base_url", "api_key_env", "temperature", "input_usd_per_mtok", "output_usd_per_mtok", "needs_key"}
+NO_KEY = "no-key-needed"  # what is sent where an entry needs none: the client insists on one
 
 
 def load_registry(extra: str | Path | None = None) -> dict[str, dict]:
@@ -55,6 +57,8 @@ def load_registry(extra: str | Path | None = None) -> dict[str, dict]:
                     f"model registry {path}: [models.{name!r}] has unknown keys {sorted(unknown)}; "
                     f"allowed: {sorted(FIELDS)}"
                 )
+            if not isinstance(entry.get("needs_key", True), bool):
+                raise RegistryError(f"model registry {path}: [models.{name!r}] needs_key must be true or false")
             entries[name] = {**entries.get(name, {}), **entry}
     return entries
 
@@ -86,9 +90,12 @@ def resolve_model(
 
 def api_key(spec: ModelSpec) -> str:
     value = os.environ.get(spec.api_key_env, "")
+    if not value and not spec.needs_key:
+        return NO_KEY
     if not value:
         raise RegistryError(
             f"--pde-model={spec.name}: set the API key in ${spec.api_key_env} "
-            f"(or name another variable with --pde-api-key-env)"
+            f"(or name another variable with --pde-api-key-env; a local server that takes any key: "
+            f"needs_key = false in its --pde-models entry)"
         )
     return value
