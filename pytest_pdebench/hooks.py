@@ -146,14 +146,18 @@ class _Recorder:
     def pytest_keyboard_interrupt(self, excinfo):
         self.interrupted = True
 
+    @property
+    def judged(self) -> int:
+        """Items that reached an outcome: a verdict, or a reason they were not run."""
+        return len(self.verdicts) + len(self.not_run)
+
     def cut_short(self) -> str | None:
         """The line that says the run was interrupted, or None."""
         if not self.interrupted:
             return None
-        judged = len(self.verdicts) + len(self.not_run)
         of = f" of {self.selected}" if self.selected is not None else ""
         return (
-            f"pdebench: interrupted: {judged}{of} items judged; the tables and the reports hold those only. "
+            f"pdebench: interrupted: {self.judged}{of} items judged; the tables and the reports hold those only. "
             "The same command with --pde-resume judges the rest (the verdicts written are kept)"
         )
 
@@ -179,10 +183,7 @@ class _Recorder:
     def pytest_json_modifyreport(self, json_report):
         json_report["pde"] = {**self.run.session_metadata(), "not_run": self.not_run}
         if self.interrupted:
-            json_report["pde"]["interrupted"] = {
-                "judged": len(self.verdicts) + len(self.not_run),
-                "selected": self.selected,
-            }
+            json_report["pde"]["interrupted"] = {"judged": self.judged, "selected": self.selected}
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
