@@ -59,7 +59,6 @@ def never_show(*folders: Path | str | None) -> None:
             resolved = Path(folder).resolve()
             if resolved not in _session_folders:
                 _session_folders.append(resolved)
-                hidden_within.cache_clear()
 
 
 def never_visible() -> list[Path]:
@@ -75,14 +74,20 @@ def never_visible() -> list[Path]:
     ]
 
 
-@functools.lru_cache(maxsize=64)
 def hidden_within(root: str) -> tuple[str, ...]:
     """The folders under ``root`` (an allowed read-only folder) that a run must not see:
     the never-visible folders under it, every copy of this package found there and, for
     a copy that is a checkout, its answer-key folders."""
-    top = Path(root).resolve()
     answers_cache().mkdir(parents=True, exist_ok=True)  # made now, so that a later answer is hidden too
-    candidates = list(never_visible())
+    # keyed by the never-visible list as it is now (it follows the cache root, the session's
+    # folders and the binary caches made so far), so no change of them can meet a stale answer
+    return _hidden_within(root, tuple(never_visible()))
+
+
+@functools.lru_cache(maxsize=64)
+def _hidden_within(root: str, never: tuple[Path, ...]) -> tuple[str, ...]:
+    top = Path(root).resolve()
+    candidates = list(never)
     if top.is_dir():
         for pattern in INSTALLED_COPIES:
             for package in top.glob(pattern):

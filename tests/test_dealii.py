@@ -89,3 +89,20 @@ ORACLE_CASES = ["poisson_unit_kappa_l_shape_008", "heat_long_periodic_square_per
 
 def test_oracle_one_case_per_family(tmp_path):
     assert_oracle_passes(tmp_path, "dealii", ORACLE_CASES, max_error=1e-3)
+
+
+def test_the_runtime_follows_the_cache_root_a_process_is_given_now(tmp_path, monkeypatch):
+    # CI failed on this: a pytester run under another HOME probed the runtime first, and the
+    # process kept that HOME's precompiled-header folder after the folder was gone
+    from pathlib import Path
+
+    from pytest_pdebench.libraries import detect_runtime
+    from pytest_pdebench.libraries.dealii import host_toolchain
+
+    first = detect_runtime("dealii")
+    with monkeypatch.context() as moved:
+        moved.setenv("PDEBENCH_CACHE", str(tmp_path / "other-cache"))
+        runtime = detect_runtime("dealii")
+        assert Path(runtime.read_only[0]).is_relative_to(tmp_path / "other-cache")
+        assert host_toolchain().directory.is_relative_to(tmp_path / "other-cache")
+    assert detect_runtime("dealii") == first

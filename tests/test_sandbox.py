@@ -422,11 +422,8 @@ def test_a_zygote_whose_imports_initialise_mpi_is_refused(bwrap_available):
 def test_answers_built_at_run_time_are_hidden(bwrap_available, tmp_path, monkeypatch):
     """Live variants' solve-only parts live in the answers cache (bundled.answers_cache, visibility.py):
     should a run's mounts hold it, the run sees an empty folder, made before any answer is."""
-    from pytest_pdebench.visibility import hidden_within
-
     cache = tmp_path / "prefix" / "cache"
     monkeypatch.setenv("PDEBENCH_CACHE", str(cache))
-    hidden_within.cache_clear()
     (cache / "toolchain").mkdir(parents=True)
     sandbox = Sandbox("bubblewrap", sys.executable, [Path(sys.prefix), Path(sys.base_prefix), tmp_path / "prefix"])
     (cache / "answers" / "variant-parts").mkdir(parents=True)  # after the mounts were listed: still hidden
@@ -436,7 +433,6 @@ def test_answers_built_at_run_time_are_hidden(bwrap_available, tmp_path, monkeyp
         def solve(case_spec):
             open("seen.json", "w").write(__import__("json").dumps(sorted(os.listdir({str(cache)!r})) + sorted(os.listdir({str(cache / "answers")!r}))))
     """)
-    hidden_within.cache_clear()
     assert result.returncode == 0, result.stderr
     assert json.loads((workdir / "seen.json").read_text()) == ["answers", "toolchain"]
 

@@ -49,11 +49,15 @@ def get_track(name: str) -> Track:
     return tracks[name]
 
 
-@functools.cache
 def detect_runtime(name: str, sandbox: str = "bubblewrap", image: str | None = None) -> Runtime:
-    """The track's runtime, probed once per process; raises RuntimeMissing. In the docker
-    sandbox it is the one inside the track's image (``image``: another image than the
-    recipe's, from --pde-image)."""
+    """The track's runtime, probed once per process and cache root (a runtime names folders
+    under it); raises RuntimeMissing. In the docker sandbox it is the one inside the track's
+    image (``image``: another image than the recipe's, from --pde-image)."""
+    return _detect_runtime(name, sandbox, image, cache_root())
+
+
+@functools.cache
+def _detect_runtime(name: str, sandbox: str, image: str | None, root: object) -> Runtime:
     track = get_track(name)
     if sandbox != "docker":
         return track.detect()

@@ -49,7 +49,6 @@ def _image_toolchain(image: str) -> Toolchain:
     )
 
 
-@functools.lru_cache(maxsize=1)
 def host_toolchain() -> Toolchain:
     """This machine's toolchain: CMake's flags, linked by LLVM's lld on one thread (a worker
     owns one core) where the ``lld`` package is installed, else by CMake's gold. lld links a
@@ -57,7 +56,15 @@ def host_toolchain() -> Toolchain:
     and runs as fast (docs/start/dealii.md), so baselines linked by gold still hold. Kept
     out of cxx_toolchain.py, which is part of the deal.II image's recipe: the image links
     with gold until it is rebuilt with lld. Raises ToolchainError."""
-    toolchain = load_toolchain()
+    return _host_toolchain(cache_root())
+
+
+@functools.cache
+def _host_toolchain(root: Path) -> Toolchain:
+    # once per cache root, not once per process: a process whose HOME or PDEBENCH_CACHE
+    # changes (a pytester run) must not keep the first root's folder (load_toolchain's own
+    # cache would, and its module's bytes are the image's recipe)
+    toolchain = load_toolchain.__wrapped__()
     if not shutil.which("ld.lld"):
         return toolchain
     kept = tuple(flag for flag in toolchain.link_flags if not flag.startswith("-fuse-ld="))
