@@ -115,7 +115,7 @@ def main() -> int:
         for mode, (verdicts, _, _) in runs.items():
             for v in verdicts:
                 out.write(json.dumps({"mode": mode, **{k: v.get(k) for k in (
-                    "case_id", "family", "outcome", "t_agent", "t_base", "t_base_from", "calibration")}}) + "\n")
+                    "case_id", "family", "outcome", "error", "t_agent", "t_base", "t_base_from", "calibration")}}) + "\n")
     print(f"\nrows: {rows.relative_to(REPO)}")
     for mode, (verdicts, seconds, origins) in runs.items():
         against = ""
