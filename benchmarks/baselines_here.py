@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import git_revision, selected, verdicts_of  # noqa: E402
 
 from pytest_pdebench.bundled import baselines_folder  # noqa: E402
-from pytest_pdebench.calibration import machine_key  # noqa: E402
+from pytest_pdebench.machine import machine_key
 from pytest_pdebench.report import t_base_origins  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,7 +115,8 @@ def main() -> int:
         for mode, (verdicts, _, _) in runs.items():
             for v in verdicts:
                 out.write(json.dumps({"mode": mode, **{k: v.get(k) for k in (
-                    "case_id", "family", "outcome", "error", "t_agent", "t_base", "t_base_from", "calibration")}}) + "\n")
+                    "case_id", "family", "outcome", "error", "t_agent", "t_base", "t_base_from",
+                    "calibration")}}) + "\n")
     print(f"\nrows: {rows.relative_to(REPO)}")
     for mode, (verdicts, seconds, origins) in runs.items():
         against = ""

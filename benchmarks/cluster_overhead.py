@@ -25,10 +25,11 @@ from pathlib import Path
 
 from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
-from pytest_pdebench.calibration import case_fingerprint
+from pytest_pdebench.baselines import Calibrating
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.cluster.controller import Cluster
 from pytest_pdebench.evaluation import run_task
+from pytest_pdebench.fingerprints import case_fingerprint
 from pytest_pdebench.plan import ItemPlan
 from pytest_pdebench.settings import Settings
 from pytest_pdebench.sources import Submission
@@ -41,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 def tasks(count: int) -> list:
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
-    plan = ItemPlan(record, "dolfinx", None, Path("."), case_fingerprint(record, "dolfinx"), None)
+    plan = ItemPlan(record, "dolfinx", None, Path("."), case_fingerprint(record, "dolfinx"), Calibrating())
     task = run_task(plan, submission, Settings(output_dir=Path("."), runs=1))
     # the same item under distinct ids: the scheduler sees count different tasks
     return [dataclasses.replace(task, case_id=f"{record.id}-{index}") for index in range(count)]

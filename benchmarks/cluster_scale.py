@@ -24,15 +24,15 @@ from pathlib import Path
 
 from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
-from pytest_pdebench.calibration import machine_key
+from pytest_pdebench.machine import machine_key
 from pytest_pdebench.testing.loopback import scheduler_address
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def write_inputs(folder: Path, count: int) -> None:
-    from pytest_pdebench.calibration import case_fingerprint
     from pytest_pdebench.cases import parse_record
+    from pytest_pdebench.fingerprints import case_fingerprint
 
     data = next(json.loads(line) for path in sorted((REPO / "tests" / "cases").glob("*.jsonl"))
                 for line in path.read_text().splitlines() if '"poisson_basic"' in line)

@@ -23,15 +23,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_pdebench.calibration import ResolvedThresholds, case_fingerprint
+from pytest_pdebench.baselines import Stored
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.evaluation import evaluate
+from pytest_pdebench.fingerprints import case_fingerprint
 from pytest_pdebench.libraries import detect_runtime, get_track
 from pytest_pdebench.plan import ItemPlan
 from pytest_pdebench.sandbox import Limits, get_backend
 from pytest_pdebench.settings import Settings, item_directory
 from pytest_pdebench.sources import Submission
 from pytest_pdebench.speed import probe_seconds
+from pytest_pdebench.thresholds import ResolvedThresholds
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,7 +106,7 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
         for _ in range(repeats):
             started = time.perf_counter()
             plan = ItemPlan(record, library, REPO / "tests" / "cases", item_directory(settings, library, record.id),
-                            case_fingerprint(record, library), thresholds)
+                            case_fingerprint(record, library), Stored(thresholds))
             verdict = evaluate(plan, submission, "benchmark", settings)
             elapsed = time.perf_counter() - started
             assert verdict.outcome == "PASS", verdict.reason
@@ -120,8 +122,9 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
 
     import numpy as np
 
-    from pytest_pdebench.evaluation import Verdict, _Judge
     from pytest_pdebench.execution import Execution, RunOutputs
+    from pytest_pdebench.judge import Judge
+    from pytest_pdebench.verdict import Verdict
 
     record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
     record = record.model_copy(deep=True)
@@ -141,14 +144,14 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             verdict = Verdict.for_item(record, "dolfinx", "benchmark")
-            plan = ItemPlan(record, "dolfinx", REPO / "tests" / "cases", Path(tmp), "", thresholds)
-            judge = _Judge(plan, verdict, Settings(output_dir=Path(tmp)))
+            plan = ItemPlan(record, "dolfinx", REPO / "tests" / "cases", Path(tmp), "", Stored(thresholds))
+            judge = Judge(plan, verdict, Settings(output_dir=Path(tmp)))
             judge.prepare()
             done = Execution(solution=npz(0.0), meta=meta, timed=True, timed_runs=[0.1] * runs,
                              timed_outputs=[RunOutputs(npz(1e-9 * (k + 1)), meta) for k in range(runs)])
-            judge._gated_run(done, verdict, None)
+            judge._gated_run(done, verdict, None, thresholds)
             started = time.perf_counter()
-            judge._timed_runs(done, verdict, True)
+            judge._timed_runs(done, verdict, thresholds)
             figures.append(time.perf_counter() - started)
     return figures
 

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import git_revision, selected  # noqa: E402
 
-from pytest_pdebench.calibration import machine_key  # noqa: E402
+from pytest_pdebench.machine import machine_key
 from pytest_pdebench.testing import HOSTILE_NEIGHBOUR  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

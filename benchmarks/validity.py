@@ -57,9 +57,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from pytest_pdebench.calibration import CalibrationStore, machine_key
+from pytest_pdebench.calibration import CalibrationStore
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.leaks import RUNGS, rung_errors
+from pytest_pdebench.machine import machine_key
 from pytest_pdebench.report import outcome_table
 
 REPO = Path(__file__).resolve().parent.parent

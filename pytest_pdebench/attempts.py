@@ -14,6 +14,7 @@ learns which kind of source wrote the code.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,8 +70,9 @@ def run_attempts(source: Source, plan: ItemPlan, settings: Settings, gates: Gate
             _solver_text(draft.submission),
             feedback_of(verdict.to_dict(), _stderr_of(verdict, attempt_dir)),
         )
-    verdict.source = source.label
-    verdict.llm = source.summary(history)
+    # the item's verdict: the last attempt's with every attempt summarised, a new one (the
+    # attempt's, written in its folder, stays as it was written)
+    verdict = dataclasses.replace(verdict, source=source.label, llm=source.summary(history))
     if source.attempt_folders:
         verdict.write(item_dir)
     return verdict

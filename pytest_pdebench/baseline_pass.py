@@ -35,8 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
-from .calibration import baseline_figures, case_fingerprint
-from .evaluation import BaselineFailure, baseline_settings, evaluate
+from .baselines import BaselineFailure, Calibrating
+from .calibration import baseline_figures
+from .evaluation import baseline_settings, evaluate
+from .fingerprints import case_fingerprint
 from .kept_baselines import PASS_RUNS
 from .libraries import RuntimeMissing
 from .machine_lock import others_running, timing_alone
@@ -260,7 +262,7 @@ class BaselinePass:
         run, record, library, oracle = self.run, item.record, item.library, item.oracle
         fingerprint = case_fingerprint(record, library)
         settings = dataclasses.replace(baseline_settings(run.settings), resume=False, runs=PASS_RUNS, warm_up=True)
-        plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, None)
+        plan = ItemPlan(record, library, item.case_dir, self.folder(item), fingerprint, Calibrating())
         with timing_alone() as alone:  # no submission of any session starts while this runs
             if not alone:
                 return "not kept: another session runs submissions on this machine"

@@ -1,11 +1,5 @@
-"""Calibration: baseline error and time per (case, library, machine), and thresholds.
-
-    tau_acc  = min(max(alpha_acc * e_base, tau_min), tau_max)
-    tau_time = alpha_time * t_base                        (paper, Eq. 2)
-
-tau_max is ours, not the paper's: the paper has no cap and floats one for reference-based cases
-in a future version (appendix F). At 8e-3 (it binds on the top 5% of our DOLFINx
-baselines) no case accepts an answer 1% off, however coarse its baseline came out.
+"""The calibration store: baseline error and time per (case, library, machine), its files
+and how they are written into the records (the thresholds they give: thresholds.py).
 
 Runtime baselines only mean something on the machine that measured them, so every
 calibration is a file ``calibrations/<library>/<machine>.json`` written by running the
@@ -19,52 +13,18 @@ silently keeps an old baseline.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
-import math
-import os
-import platform
-import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from .cases import CaseRecord, Thresholds, case_files, iter_case_file, write_case_file
+from .fingerprints import case_fingerprint
+from .machine import machine_key
+from .thresholds import Alphas, ResolvedThresholds
 
-DEFAULT_ALPHA_ACC = 10.0
-DEFAULT_ALPHA_TIME = 3.0
-DEFAULT_TAU_MIN = 1e-6
-DEFAULT_TAU_MAX = 8e-3
 STRONG_ORACLE_SECTION = "strong_oracle"  # its errors against the references (reference agreement)
 REFERENCE_AGREEMENT = 0.1  # the strong oracle must be within this fraction of tau_acc of a reference
-# the paper's threshold-sensitivity grid (Appendix E): each varied with the other at its default
-SENSITIVITY_ALPHA_ACC = (2.0, 5.0, 10.0, 50.0, 100.0)
-SENSITIVITY_ALPHA_TIME = (1.0, 2.0, 3.0, 5.0)
 ANCHOR_ACC_SHARE = 0.5  # the strong oracle's error on any record: at most this fraction of tau_acc
-
-
-def accuracy_threshold(e_base: float, alpha_acc: float, tau_min: float, tau_max: float) -> float:
-    return min(max(alpha_acc * e_base, tau_min), tau_max)
-
-
-def machine_key() -> str:
-    """A stable name for this kind of machine: CPU model, cores, memory."""
-    if os.environ.get("PDEBENCH_MACHINE"):
-        return os.environ["PDEBENCH_MACHINE"]
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1]
-                break
-    except OSError:
-        pass
-    try:
-        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
-    except (ValueError, OSError):
-        memory_gb = 0
-    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown-cpu"
-    return f"{slug}-{os.cpu_count()}cpu-{memory_gb}gb"
 
 
 # how the kernel store was kept when a baseline's first run was timed: "per-item" (empty for
@@ -85,101 +45,6 @@ def most_common_conditions(entries, fallback: dict) -> dict:
     measured under ``fallback``, the file's conditions before entries carried them)."""
     counts = Counter(json.dumps(entry.get("conditions", fallback), sort_keys=True) for entry in entries)
     return json.loads(counts.most_common(1)[0][0]) if counts else dict(fallback)
-
-
-def case_fingerprint(record: CaseRecord, library: str) -> str:
-    """Hash of everything that changes what a solver of `library` computes or is compared with."""
-    meta = record.evaluation_metadata
-    payload = {
-        "case_spec": record.case_spec_dict(),
-        "manufactured_solution": meta.manufactured_solution,
-        "reference_path": meta.reference_path,
-    }
-    digest = (meta.reference_config or {}).get("digest")
-    if digest:  # a rebuilt reference invalidates the baselines measured against the old one
-        payload["reference_digest"] = digest
-    setting = meta.calibration_config.settings.get(library) if meta.calibration_config else None
-    if setting:  # a new baseline setting invalidates that library's baseline, and only that one
-        payload["calibration_setting"] = setting.model_dump(exclude_none=True)
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Alphas:
-    alpha_acc: float | None = None  # None: the case's evaluation_config value
-    alpha_time: float | None = None
-    tau_min: float | None = None
-    tau_max: float | None = None
-
-    def resolve(self, record: CaseRecord) -> tuple[float, float, float, float]:
-        """(alpha_acc, alpha_time, tau_min, tau_max): these options where set, else the case's."""
-        config = record.evaluation_config
-        return (
-            self.alpha_acc if self.alpha_acc is not None else config.alpha_acc,
-            self.alpha_time if self.alpha_time is not None else config.alpha_time,
-            self.tau_min if self.tau_min is not None else config.tau_min,
-            self.tau_max if self.tau_max is not None else config.tau_max,
-        )
-
-
-@dataclass(frozen=True)
-class ResolvedThresholds:
-    e_base: float
-    t_base: float
-    tau_acc: float
-    tau_time: float
-    source: str  # which calibration these came from
-    foreign_machine: bool = False  # measured on another kind of machine
-    factors: dict | None = None  # alpha_acc, alpha_time, tau_min, tau_max: a report re-gates with others
-    # the baseline's own first (gated) run, kernels compiled in it; None: not measured
-    t_first_base: float | None = None
-    compile_base: float | None = None  # compiled tracks: the baseline's build, not from a cache
-
-    @classmethod
-    def from_baseline(
-        cls,
-        e_base: float,
-        t_base: float,
-        alpha_acc: float,
-        alpha_time: float,
-        tau_min: float,
-        tau_max: float,
-        source: str,
-        foreign_machine: bool = False,
-        t_first_base: float | None = None,
-        compile_base: float | None = None,
-    ) -> ResolvedThresholds:
-        return cls(
-            e_base,
-            t_base,
-            accuracy_threshold(e_base, alpha_acc, tau_min, tau_max),
-            alpha_time * t_base,
-            source,
-            foreign_machine,
-            {"alpha_acc": alpha_acc, "alpha_time": alpha_time, "tau_min": tau_min, "tau_max": tau_max},
-            t_first_base or None,
-            compile_base or None,
-        )
-
-    @property
-    def tau_first(self) -> float | None:
-        """The first-run gate's bound: alpha_time times the baseline's first run."""
-        if self.t_first_base is None:
-            return None
-        return (self.factors or {}).get("alpha_time", 3.0) * self.t_first_base
-
-    def accurate_under_some_sensitivity_alpha(self, error: float) -> bool:
-        """Could a looser accuracy multiplier of the sensitivity grid accept this error?
-        Such an item's timed runs are taken even though it fails the accuracy gate, so a
-        report can re-gate it (Appendix E) from stored numbers."""
-        factors = self.factors or {}
-        loosest = accuracy_threshold(
-            self.e_base,
-            max(SENSITIVITY_ALPHA_ACC),
-            factors.get("tau_min", DEFAULT_TAU_MIN),
-            factors.get("tau_max", DEFAULT_TAU_MAX),
-        )
-        return math.isfinite(error) and error <= loosest
 
 
 class CalibrationStore:
@@ -305,64 +170,6 @@ def baseline_figures(verdict: dict) -> dict:
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-
-
-def calibration_setting(record: CaseRecord, library: str) -> dict | None:
-    """The settings the oracle calibrates this item with, or None (then it uses its own)."""
-    config = record.evaluation_metadata.calibration_config
-    setting = config.settings.get(library) if config else None
-    return setting.model_dump(exclude_none=True) if setting else None
-
-
-# the baseline pass's warm-up (execution._Side.warm_up): the calibration setting with a mesh
-# this many times coarser per side (at least WARMUP_MIN_CELLS cells) and the same element
-# degree and time step, so the same forms and kernels (a larger step changed the wave oracle's:
-# its 1 / (beta dt^2) is a number in the form, not a Constant)
-WARMUP_COARSER = 8
-WARMUP_MIN_CELLS = 4
-
-
-def warmup_setting(setting: dict) -> dict:
-    """The coarse setting the baseline pass warms the oracle's kernels with."""
-    cells = setting["cells_per_side"]
-    return {**setting, "cells_per_side": min(cells, max(WARMUP_MIN_CELLS, cells // WARMUP_COARSER))}
-
-
-def check_baseline(
-    record: CaseRecord,
-    library: str,
-    *,
-    e_base: float,
-    t_base: float,
-    solver_info: dict,
-    reference_norm: float,
-    alphas: Alphas,
-) -> str | None:
-    """Why a baseline of the item (``record`` on ``library``) cannot be used (pitfalls seen
-    in the public harness), or None. It must have run the record's calibration setting."""
-    setting = calibration_setting(record, library)
-    alpha_acc, alpha_time, tau_min, tau_max = alphas.resolve(record)
-    if not math.isfinite(e_base):
-        return f"baseline error is not finite ({e_base})"
-    degree = solver_info.get("element_degree")
-    if setting and degree is not None and degree != setting.get("element_degree"):
-        return (
-            f"the baseline ran degree {degree}, not its calibration setting's {setting.get('element_degree')}: "
-            "the oracle ignores the setting"
-        )
-    if reference_norm < 1e-8:
-        return f"reference field is ~0 (norm {reference_norm:.2e}): a relative error would be noise"
-    if solver_info.get("converged") is False:
-        return f"the baseline's solver did not converge ({solver_info.get('converged_reason', 'no reason given')})"
-    uncapped = max(alpha_acc * e_base, tau_min)  # the cap would hide a baseline this far off
-    if uncapped >= 1.0:
-        return (
-            f"tau_acc {uncapped:.3g} >= 1 before the cap: an all-zero field would pass (e_base {e_base:.3g} too large)"
-        )
-    timeout = record.evaluation_config.timeout_sec
-    if alpha_time * t_base > timeout:
-        return f"tau_time {alpha_time * t_base:.1f} s exceeds the case timeout {timeout:.0f} s"
-    return None
 
 
 def materialize(

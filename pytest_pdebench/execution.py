@@ -3,7 +3,7 @@
 A ``RunTask`` holds only what the agent may see (the agent view of the case, the
 submission's files, the limits); an ``Execution`` holds what the runs produced (logs,
 the outputs' bytes, timings). Neither knows the reference, the thresholds or the exact
-solution: the gates (``evaluation.py``) judge an ``Execution`` where the answer lives.
+solution: the gates (``judge.py``) judge an ``Execution`` where the answer lives.
 ``execute`` runs in this process for a local run and on a cluster worker for
 ``--pde-cluster`` (``cluster/worker.py``); both go through this one function, so what is timed
 is the same wherever it runs.
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import cast
 
 from . import gates
-from .calibration import machine_key
 from .grid import EvalGrid
 from .kernel_cache import Harvest, KernelCache
 from .libraries import detect_runtime, get_track
+from .machine import machine_key
 from .run_folders import Scratch, freeze_tree, remove_tree, tree_bytes
 from .sandbox import RUNNER, Limits, get_backend
 from .sources import Submission
@@ -78,7 +78,7 @@ class RunOutputs:
 @dataclass(kw_only=True)
 class RunFacts:
     """What the runs measured that a verdict reports as it is: ``Execution`` carries them
-    from the runs, ``Verdict`` (evaluation.py) takes them over with ``take_facts``. The
+    from the runs, ``Verdict`` (verdict.py) takes them over with ``take_facts``. The
     timed runs are not among them: a verdict keeps those only once the gates reach them."""
 
     runtime_version: str = ""

@@ -197,7 +197,7 @@ class CaseItem(pytest.Item):
             pytest.skip(why)
 
     def runtest(self):
-        from .evaluation import BaselineFailure
+        from .baselines import BaselineFailure
         from .placement import NoCalibration, NotVaried
         from .sources import NotRun
 

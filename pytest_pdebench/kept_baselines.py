@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .calibration import Alphas, ResolvedThresholds, now_iso
+from .calibration import now_iso
 from .cases import CaseRecord
+from .thresholds import Alphas, ResolvedThresholds
 
 # a kept timing judges sessions whose speed probe is within this of its session's. Wider than
 # speed.SPEED_TOLERANCE: on the 2-core AMD EPYC of 2026-11-28 one probe read up to 1.45 x slower

@@ -25,7 +25,7 @@ What a kept kernel can still carry is what such a file can hold: a submission th
 compiles its own library under a form compiler's file name can hide data in its sections,
 the answer among them, and its timed runs can read it back. That is why the gated run,
 which cannot find anything of the kind, is timed against the baseline's own first run
-(the first-run gate, evaluation.py): the work has to be done there, within the budget.
+(the first-run gate, judge.py): the work has to be done there, within the budget.
 """
 
 from __future__ import annotations

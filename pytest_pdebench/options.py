@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from .bundled import SMOKE, bundled, case_source, count_records
-from .calibration import Alphas, CalibrationStore
+from .calibration import CalibrationStore
 from .cases import LIBRARIES
 from .placement import SIBLING_SEED
 from .session import PdeRun, terminate_as_interrupt
 from .settings import Settings, gate_options
 from .shards import Shard, ShardError
 from .sources.folder import DirectorySource
+from .thresholds import Alphas
 from .visibility import never_show
 
 

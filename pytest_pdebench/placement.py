@@ -5,9 +5,10 @@ item, its own before a borrowed one (a baseline is only like for like on the mac
 measured it). Calibrating, an item is planned on the workers of its machine class.
 
 With ``--pde-variants`` the item's record is first replaced by its variant (``vary``, given
-by the session); with paired baselines the plan names the oracle that runs beside the
-submission instead of stored thresholds (the stored ones, where a calibration has them,
-ride along to be shown beside the paired ones).
+by the session). The plan's baseline is one of baselines.py's kinds: stored, kept (this
+machine's own timing, ``--pde-baseline=local``), paired (the oracle runs beside the
+submission; a calibration's thresholds, where there are any, ride along to be shown
+beside) or none (calibrating).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from .calibration import CalibrationStore, ResolvedThresholds, case_fingerprint
+from .baselines import Baseline, Calibrating, Kept, Paired, Stored
+from .calibration import CalibrationStore
 from .cases import CaseRecord
-from .kept_baselines import LocalBaselines
+from .fingerprints import case_fingerprint
+from .kept_baselines import KEPT_SOURCE, LocalBaselines
 from .libraries import get_track
 from .notices import PdeBenchWarning  # noqa: F401 - also imported from here
 from .plan import ItemPlan, NoSibling, SiblingCheck
@@ -27,6 +30,7 @@ from .reference import missing_case_data
 from .settings import Settings, item_directory
 from .sources import NotRun, Submission
 from .sources.folder import DirectorySource, NoSubmission
+from .thresholds import ResolvedThresholds
 
 if TYPE_CHECKING:
     from .cluster.controller import Cluster
@@ -79,30 +83,8 @@ class Placement:
         if seed is not None:
             record = self._variant(record, seed, case_dir)
         fingerprint = case_fingerprint(record, library)
-        thresholds, executor, oracle, stored, paired_because = None, None, None, None, ""
-        local_oracle = None
         notes: list[str] = []
-        if self.settings.baseline == "local" and not self.settings.calibrate:
-            try:
-                thresholds, oracle, paired_because, local_oracle = self._local(record, library, fingerprint)
-            except NoSubmission as exc:  # no oracle to time here: the stored calibration, said as a warning
-                thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
-                notes.append(f"{record.id}[{library}]: t_base from the {thresholds.source}: {exc}")
-            else:
-                if seed is None:  # shown beside the kept or paired thresholds
-                    stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
-        elif seed is not None or self.settings.baseline == "paired":
-            oracle, executor = self._paired(record, library, machine)
-            if seed is None and self.cluster is None:  # shown beside the paired thresholds
-                stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint)
-        elif self.cluster is None:
-            if not self.settings.calibrate:
-                thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
-        elif self.settings.calibrate:
-            executor = self.cluster.executor(machine or next(iter(self.cluster.machines())))
-        else:
-            thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, notes)
-            executor = self.cluster.executor(timed_on)
+        baseline, executor = self._baseline(record, library, fingerprint, machine, notes)
         item_dir = item_directory(self.settings, library, record.id, machine)
         if not quiet:
             say(notes)
@@ -113,28 +95,54 @@ class Placement:
             case_dir,
             item_dir,
             fingerprint,
-            thresholds,
+            baseline,
             executor,
             machine,
-            oracle=oracle,
-            stored=stored,
             sibling=self._sibling_check(published, library, case_dir, machine),
             notes=tuple(notes),
-            local_oracle=local_oracle,
-            paired_because=paired_because,
         )
 
-    def _local(self, record: CaseRecord, library: str, fingerprint: str):
-        """--pde-baseline=local: (thresholds of a baseline this machine timed that fits, or
-        None with the oracle to pair and why it is paired; and the oracle's
-        fingerprint either way). The session times what it lacks before its items run
-        (baseline_pass.py), so an item is paired only when that timing was not kept."""
+    def _baseline(
+        self, record: CaseRecord, library: str, fingerprint: str, machine: str | None, notes: list[str]
+    ) -> tuple[Baseline, Executor | None]:
+        """Which baseline judges the item, and where its runs go (None: here)."""
+        settings, varied = self.settings, self.settings.variant_seed is not None
+        if settings.baseline == "local" and not settings.calibrate:
+            try:
+                return self._local(record, library, fingerprint, beside=not varied), None
+            except NoSubmission as exc:  # no oracle to time here: the stored calibration, said as a warning
+                thresholds = self._thresholds(record, library, fingerprint, self.store, notes)
+                notes.append(f"{record.id}[{library}]: t_base from the {thresholds.source}: {exc}")
+                return Stored(thresholds), None
+        if varied or settings.baseline == "paired":
+            oracle, executor = self._paired(record, library, machine)
+            shown = not varied and self.cluster is None  # the stored thresholds, shown beside the paired ones
+            beside = self.store.thresholds(record, library, settings.alphas, fingerprint) if shown else None
+            return Paired(oracle=oracle, beside=beside), executor
+        if self.cluster is None:
+            if settings.calibrate:
+                return Calibrating(), None
+            return Stored(self._thresholds(record, library, fingerprint, self.store, notes)), None
+        if settings.calibrate:
+            return Calibrating(), self.cluster.executor(machine or next(iter(self.cluster.machines())))
+        thresholds, timed_on = self._cluster_thresholds(record, library, fingerprint, notes)
+        return Stored(thresholds), self.cluster.executor(timed_on)
+
+    def _local(self, record: CaseRecord, library: str, fingerprint: str, beside: bool) -> Baseline:
+        """--pde-baseline=local: a baseline this machine timed that fits (kept, or a stored
+        calibration of this machine's), else the oracle paired and why. The session times
+        what it lacks before its items run (baseline_pass.py), so an item is paired only
+        when that timing was not kept (a timing beside a submission is not kept).
+        ``beside``: the stored calibration's thresholds shown beside. Raises NoSubmission."""
         local = cast(LocalBaselines, self.local)  # the session gives one with this option
-        oracle = self.oracle(record, library)  # raises NoSubmission
+        oracle = self.oracle(record, library)
+        stored = self.store.thresholds(record, library, self.settings.alphas, fingerprint) if beside else None
         found, why = local.local_thresholds(record, library, fingerprint, oracle.fingerprint)
-        if found is not None:
-            return found, None, "", oracle.fingerprint
-        return None, oracle, why, oracle.fingerprint  # paired: a timing beside a submission is not kept
+        if found is None:
+            return Paired(oracle=oracle, local=True, paired_because=why, beside=stored)
+        if found.source.startswith(KEPT_SOURCE):
+            return Kept(found, oracle.fingerprint, beside=stored)
+        return Stored(found, oracle.fingerprint, beside=stored)
 
     def _sibling_check(
         self, record: CaseRecord, library: str, case_dir: Path | None, machine: str | None
@@ -152,7 +160,7 @@ class Placement:
             except (NotVaried, NoCalibration) as exc:
                 raise NoSibling(str(exc)) from None
             fingerprint = case_fingerprint(varied, library)
-            return ItemPlan(varied, library, case_dir, item_dir, fingerprint, None, executor, machine, oracle=oracle)
+            return ItemPlan(varied, library, case_dir, item_dir, fingerprint, Paired(oracle=oracle), executor, machine)
 
         return SiblingCheck(seed, plan)
 

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .calibration import ResolvedThresholds
+from .baselines import Baseline
 from .cases import CaseRecord
-from .sources import Submission
 
 if TYPE_CHECKING:  # the runs' modules: a plan only names where they happen
     from .execution import Executor
@@ -40,19 +39,10 @@ class ItemPlan:
     case_dir: Path | None  # the case file's folder: references and meshes are found beside it
     item_dir: Path  # the item's audit folder (an attempt's runs go under it, see attempts.py)
     case_fingerprint: str  # calibration.case_fingerprint: what a baseline and a resumed verdict must match
-    thresholds: ResolvedThresholds | None  # None: calibrating (the run measures the baseline)
+    baseline: Baseline  # which baseline judges the item: stored, kept, paired or none (calibrating)
     executor: Executor | None = None  # where the runs happen; None: here, in this process
     machine: str | None = None  # the cluster machine class the item is calibrated on (several classes)
-    # --pde-baseline=paired: the oracle that runs beside the submission and sets e_base and t_base
-    # (thresholds then None), and the stored calibration's thresholds, shown beside them if there are any
-    oracle: Submission | None = None
-    stored: ResolvedThresholds | None = None
     sibling: SiblingCheck | None = None  # --pde-sibling: judged after a PASS (evaluation.py)
-    paired_because: str = ""  # --pde-baseline=local, an item paired: why no baseline of this machine fitted
-    # --pde-baseline=local: the oracle whose timings on this machine judge the item, paired now or
-    # kept; what a resumed verdict's thresholds must match (an item paired before an interruption
-    # finds its own timing kept on resume: the same baseline, not a new one)
-    local_oracle: str | None = None
     notes: tuple[str, ...] = ()  # warnings of a plan made quietly (ahead of its turn), said at its turn
 
     def attempt_dir(self, attempt: int) -> Path:

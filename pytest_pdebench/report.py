@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from tabulate import tabulate
@@ -122,19 +123,36 @@ def resumed_line(verdicts: list[dict]) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class Stages:
+    """How far items got through the three ordered gates (the paper's staged sense): of
+    the items, how many passed gate 1, of those gate 2, of those gate 3. The one count
+    behind the JSON rates, the terminal's gates line and the report's stage table."""
+
+    items: int
+    executed: int  # not F-Exec
+    accurate: int  # executed, and not F-Acc
+    passed: int  # accurate, and not F-Time
+
+    @classmethod
+    def of(cls, verdicts: Iterable[dict]) -> Stages:
+        counts = Counter(v["outcome"] for v in verdicts)
+        items = sum(counts.values())
+        executed = items - counts["F-Exec"]
+        accurate = executed - counts["F-Acc"]
+        return cls(items, executed, accurate, counts["PASS"])
+
+
 def stage_rates(verdicts: list[dict]) -> dict:
     """Execution, accuracy and runtime pass rates in the paper's staged sense."""
-    n = len(verdicts)
-    executed = [v for v in verdicts if v["outcome"] != "F-Exec"]
-    accurate = [v for v in executed if v["outcome"] != "F-Acc"]
-    passed = [v for v in accurate if v["outcome"] == "PASS"]
-    rate = lambda part, whole: (len(part) / len(whole)) if whole else None  # noqa: E731
+    stages = Stages.of(verdicts)
+    rate = lambda part, whole: (part / whole) if whole else None  # noqa: E731
     return {
-        "items": n,
-        "exec_rate": rate(executed, verdicts),
-        "acc_rate": rate(accurate, executed),
-        "time_rate": rate(passed, accurate),
-        "pass_rate": rate(passed, verdicts),
+        "items": stages.items,
+        "exec_rate": rate(stages.executed, stages.items),
+        "acc_rate": rate(stages.accurate, stages.executed),
+        "time_rate": rate(stages.passed, stages.accurate),
+        "pass_rate": rate(stages.passed, stages.items),
     }
 
 

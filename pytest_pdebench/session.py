@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from .bundled import baselines_folder
-from .calibration import CalibrationStore, baseline_figures, machine_key, now_iso
+from .calibration import CalibrationStore, baseline_figures, now_iso
 from .cases import CaseRecord
 from .kept_baselines import KeptBaselines
 from .libraries import RuntimeMissing
+from .machine import machine_key
 from .placement import SIBLING_SEED, Placement
 from .settings import Settings, gates_note
 from .shards import Shard

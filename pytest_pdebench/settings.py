@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from .calibration import Alphas
 from .libraries import Runtime, RuntimeMissing, detect_runtime, get_track
+from .thresholds import Alphas
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from .calibration import KERNEL_STORE, ResolvedThresholds
+from .calibration import KERNEL_STORE
 from .kept_baselines import PASS_RUNS, BaselineKey, KeptBaselines, conditions_key, kept_thresholds
+from .thresholds import ResolvedThresholds
 
 if TYPE_CHECKING:
     from .calibration import CalibrationStore

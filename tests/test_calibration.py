@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from pytest_pdebench.calibration import (Alphas, CalibrationStore, ResolvedThresholds, case_fingerprint,
-                                         check_baseline, machine_key)
+from pytest_pdebench.thresholds import Alphas, ResolvedThresholds, check_baseline
+from pytest_pdebench.calibration import CalibrationStore
+from pytest_pdebench.fingerprints import case_fingerprint
+from pytest_pdebench.machine import machine_key
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.testing import NUMPY_PRELUDE, REPO, record_dict, write_jsonl
 
@@ -335,7 +337,8 @@ def test_calibration_configs_coarsen_uses_the_stored_strong_oracle_and_keeps_adj
 
 
 def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_changed(tmp_path):
-    from pytest_pdebench.cases import iter_case_file, rewrite_case_file
+    from pytest_pdebench.authoring.rebuilds import rewrite_case_file
+    from pytest_pdebench.cases import iter_case_file
 
     built = record_dict()
     built["evaluation_metadata"]["calibration_config"] = {
@@ -368,7 +371,8 @@ def test_regenerating_a_case_file_keeps_settings_refined_since_unless_the_case_c
 
 
 def test_a_case_rebuilt_with_its_terms_printed_in_another_order_keeps_its_text_and_baselines(tmp_path):
-    from pytest_pdebench.cases import iter_case_file, rewrite_case_file
+    from pytest_pdebench.authoring.rebuilds import rewrite_case_file
+    from pytest_pdebench.cases import iter_case_file
 
     built = record_dict()
     built["case_spec"]["pde"]["forcing"]["value"] = "x + 2*pi**2*sin(pi*x)*sin(pi*y)"

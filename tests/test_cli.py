@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from pytest_pdebench import cli
+from pytest_pdebench.cli.common import JSON_REPORT
 from pytest_pdebench.testing import REPO, json_report, verdict
 
 CASES = str(REPO / "cases")
@@ -119,7 +120,7 @@ def test_table_says_why_it_cannot_use_a_file(tmp_path, capsys, content, says):
         path.write_text(content)
     code, out, err = table([str(path)], capsys)
     assert code == 2 and out == ""
-    assert err == f"pdebench table: {path}: {says}; pass {cli.JSON_REPORT}\n"
+    assert err == f"pdebench table: {path}: {says}; pass {JSON_REPORT}\n"
 
 
 def test_table_labels_what_it_prints_after_each_table(report, capsys):
@@ -190,13 +191,19 @@ def test_provision_runs_the_recipe_the_package_ships(tmp_path):
     assert done.returncode == 0 and "apt-get install" in done.stdout and "libdeal.ii-dev" in done.stdout
 
 
-def test_the_help_lists_a_user_s_commands_first():
-    from pytest_pdebench.cli import USER_COMMANDS, _parser
+def test_the_help_lists_a_user_s_commands_first_then_each_group_under_its_heading():
+    from pytest_pdebench.cli import _parser, command_groups
 
     text = _parser().format_help()
-    users, maintainers = text.split("running and reading results:")[1].split("building and calibrating the suite:")
-    assert all(f"pdebench {name}" in users for name in USER_COMMANDS)
-    assert "pdebench schema" in maintainers and "pdebench calibrate" in maintainers and "pdebench cases" not in maintainers
+    groups = command_groups()
+    assert [heading for heading, _ in groups] == [
+        "running and reading results", "building the suite", "calibrating", "auditing the suite"]
+    assert "cases" in groups[0][1] and "report" in groups[0][1] and "calibrate" in groups[2][1]
+    sections = [text.split(f"\n{heading}:\n")[1] for heading, _ in groups]
+    for (heading, names), section, following in zip(groups, sections, [*sections[1:], ""]):
+        listed = section[: len(section) - len(following)] if following else section
+        assert all(f"pdebench {name}" in listed for name in names), heading
+    assert sum(len(names) for _, names in groups) == len(set(n for _, names in groups for n in names)) == 22
 
 
 @pytest.mark.parametrize(("argv", "says"), [

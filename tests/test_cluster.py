@@ -239,7 +239,7 @@ def test_the_oracle_measures_the_same_on_the_cluster_as_here(tmp_path, dask_clus
     """The DOLFINx oracle on one case per family, calibrating (so no timing decides a
     verdict): the same outcomes, errors and meshes through the cluster as with xdist here,
     and the baselines filed under the machine of the workers that timed them."""
-    from pytest_pdebench.calibration import machine_key
+    from pytest_pdebench.machine import machine_key
 
     selection = ("-k", " or ".join(DOLFINX_CASES), "--pde-calibrate")
     outcomes = {}

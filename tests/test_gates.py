@@ -240,7 +240,7 @@ def test_binary_outputs_become_solution_npz(tmp_path):
 
 
 def test_the_first_run_gate_holds_the_gated_run_to_alpha_time_times_the_baselines_first_run():
-    from pytest_pdebench.calibration import ResolvedThresholds
+    from pytest_pdebench.thresholds import ResolvedThresholds
     from pytest_pdebench.gates import GateFailure, first_run_gate, outcome_under
 
     thresholds = ResolvedThresholds.from_baseline(1e-4, 0.5, 10.0, 3.0, 1e-6, 8e-3, "test", t_first_base=0.8)

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from pytest_pdebench.baseline_pass import MIN_CORE_SHARE, Coordination, Wanted, progress, starved_because
-from pytest_pdebench.calibration import baseline_figures, warmup_setting
+from pytest_pdebench.calibration import baseline_figures
+from pytest_pdebench.oracle_settings import warmup_setting
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.execution import RunTask, execute
 from pytest_pdebench.kept_baselines import KEPT_TOLERANCE, BaselineKey, KeptBaselines, conditions_key

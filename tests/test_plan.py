@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from pytest_pdebench.attempts import run_attempts
-from pytest_pdebench.calibration import CalibrationStore, case_fingerprint
+from pytest_pdebench.baselines import Calibrating, Paired, Stored
+from pytest_pdebench.calibration import CalibrationStore
+from pytest_pdebench.fingerprints import case_fingerprint
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.evaluation import VERDICT_FILE, Verdict, _fingerprint, evaluate
 from pytest_pdebench.notices import PdeBenchWarning
@@ -33,7 +35,8 @@ def record(case_id: str = "poisson_basic") -> CaseRecord:
 
 def plan_of(tmp_path: Path, **fields) -> ItemPlan:
     item = record()
-    return ItemPlan(item, "dolfinx", None, tmp_path / "item", case_fingerprint(item, "dolfinx"), None, **fields)
+    baseline = fields.pop("baseline", Calibrating())
+    return ItemPlan(item, "dolfinx", None, tmp_path / "item", case_fingerprint(item, "dolfinx"), baseline, **fields)
 
 
 class ScriptedSource:
@@ -79,7 +82,8 @@ def test_the_placement_plans_an_item_with_its_thresholds_or_says_why_not(tmp_pat
     store = CalibrationStore(write_calibration(tmp_path / "calibrations", "dolfinx", [data], 1e-4, 0.5))
     plan = Placement(settings, store).plan(record(), "dolfinx", tmp_path)
     assert plan.item_dir == tmp_path / "out" / "dolfinx" / "poisson_basic" and plan.case_dir == tmp_path
-    assert plan.thresholds.e_base == 1e-4 and plan.thresholds.t_base == 0.5 and plan.sibling is None
+    assert isinstance(plan.baseline, Stored) and plan.sibling is None
+    assert plan.baseline.thresholds.e_base == 1e-4 and plan.baseline.thresholds.t_base == 0.5
     assert plan.case_fingerprint == case_fingerprint(record(), "dolfinx") and plan.notes == ()
     with pytest.raises(NoCalibration, match="pdebench calibrate --library dolfinx"):
         Placement(settings, CalibrationStore(tmp_path / "none")).plan(record(), "dolfinx", tmp_path)
@@ -173,7 +177,7 @@ def test_the_baseline_beside_an_item_runs_within_the_case_s_time_limit_not_the_u
     from pytest_pdebench.evaluation import baseline_settings, run_task
 
     settings = Settings(output_dir=tmp_path, timeout_sec=5)
-    task = run_task(plan_of(tmp_path, oracle=SOLVER), SOLVER, settings)
+    task = run_task(plan_of(tmp_path, baseline=Paired(oracle=SOLVER)), SOLVER, settings)
     case_limit = record().evaluation_config.timeout_sec
     assert case_limit != 5
     assert task.limits.timeout_sec == 5 and task.baseline.limits.timeout_sec == case_limit
@@ -188,3 +192,28 @@ def test_a_verdict_under_moved_thresholds_does_not_resume_under_the_papers(tmp_p
     loosened = _fingerprint(plan, SOLVER, Settings(tmp_path, gate_options=(("tau_max", 1.0),)))
     assert papers != loosened
     assert _fingerprint(plan, SOLVER, Settings(tmp_path, gate_options=(("baseline", "stored"),))) == papers
+
+
+def test_each_kind_of_baseline_resumes_the_verdicts_stored_before_it_was_an_object(tmp_path):
+    """A verdict's fingerprint names its baseline (the thresholds, or the oracle whose timing
+    it is): these are the fingerprints the plan's five optional fields gave before the
+    baseline was one object (commit 988caa3), so the verdicts of earlier runs still resume.
+    A change here re-runs every stored verdict: bump HARNESS_REVISION when that is meant."""
+    from pytest_pdebench.baselines import Kept
+    from pytest_pdebench.thresholds import ResolvedThresholds
+
+    oracle = Submission("solver.py", {"solver.py": b"# the oracle\n"}, "oracle")
+    stored = ResolvedThresholds.from_baseline(1e-4, 0.5, 10.0, 3.0, 1e-6, 1.0, "a calibration", t_first_base=0.7)
+    kinds = {
+        "741dbe5cccef662f": [Calibrating()],
+        "a6aa7540b2084b1a": [Stored(stored)],
+        "2c7d8e9fa8b14bf7": [Paired(oracle=oracle, beside=stored)],
+        # under --pde-baseline=local each kind is this machine's timing of the oracle
+        "ed67ae00b67094ee": [Stored(stored, oracle.fingerprint), Kept(stored, oracle.fingerprint, beside=stored),
+                             Paired(oracle=oracle, local=True, paired_because="why")],
+    }
+    assert plan_of(tmp_path).case_fingerprint == "c2630056f27fa99b"  # else the record changed, not the baseline
+    settings = Settings(Path("/out"))
+    for expected, baselines in kinds.items():
+        for baseline in baselines:
+            assert _fingerprint(plan_of(tmp_path, baseline=baseline), SOLVER, settings) == expected, baseline

@@ -26,7 +26,7 @@ def test_reference_is_built_checked_and_stored(tmp_path):
     # the strong oracle (level 1) agrees with it well inside any threshold under the cap
     assert outcome.e_base_estimate <= 0.1 * record.evaluation_config.tau_max
     # a rebuilt reference with other values is another case for every baseline measured against it
-    from pytest_pdebench.calibration import case_fingerprint
+    from pytest_pdebench.fingerprints import case_fingerprint
     before = case_fingerprint(record, "dolfinx")
     record.evaluation_metadata.reference_config["digest"] = "0" * 16
     assert case_fingerprint(record, "dolfinx") != before

@@ -148,7 +148,8 @@ def test_the_stored_part_error_is_the_tail_of_the_levels_gaps():
 def test_regenerating_the_case_file_keeps_the_part_unless_the_case_changed(built, tmp_path):
     """build-suite draws the record without the part's term: the stored part, its forcing and
     thresholds stay; a record drawn otherwise loses them (its part would be another's)."""
-    from pytest_pdebench.cases import iter_case_file, rewrite_case_file, write_case_file
+    from pytest_pdebench.authoring.rebuilds import rewrite_case_file
+    from pytest_pdebench.cases import iter_case_file, write_case_file
 
     record, _, _ = built
     path = tmp_path / "cases.jsonl"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LIGHT_PLUGIN = {"pytest_pdebench", "pytest_pdebench.plugin", "pytest_pdebench.vocabulary"}
-LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled", "pytest_pdebench.vocabulary"}
+LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled", "pytest_pdebench.vocabulary",
+             *(f"pytest_pdebench.cli.{group}" for group in ("common", "run", "suite", "calibrate", "audit"))}
 
 
 def test_another_projects_run_imports_only_the_plugins_options(tmp_path):

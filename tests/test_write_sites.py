@@ -80,12 +80,14 @@ HANDLERS = {
         "MeteringProxy.log": ["open"],
     },
     "evaluation.py": {  # the item's audit folder: no run sees it (an agent's workspace is removed with remove_tree)
-        "Verdict.write": ["mkdir", "write_text"],
-        "_Judge._gated_run": ["write_bytes", "write_bytes"],
-        "_Judge.all_gates": ["write_text", "write_text", "write_text"],
-        "_Judge.worth_timing": ["replace"],
         "_judged": ["mkdir", "remove_tree", "write_bytes"],
     },
+    "judge.py": {  # the item's audit folder, as above
+        "Judge._gated_run": ["write_bytes", "write_bytes"],
+        "Judge.all_gates": ["write_text", "write_text", "write_text"],
+        "Judge.worth_timing": ["replace"],
+    },
+    "verdict.py": {"Verdict.write": ["mkdir", "write_text"]},  # the item's audit folder, as above
     "cluster/worker.py": {  # the worker's own folders (an item's runs are in a scratch folder)
         "RunSite._pin": ["mkdir", "open"],
         "run_on_worker": ["mkdir", "mkdtemp", "rmtree"],
@@ -99,6 +101,7 @@ HARNESS_ONLY = {
     "analysis/runs.py": (2, "a report's run folder"),
     "attempts.py": (2, "an attempt's audit folder"),
     "authoring/attack.py": (2, "the attack audit's temp folder and report"),
+    "authoring/rebuilds.py": (1, "a regenerated case file's folder"),
     "authoring/references.py": (3, "the suite's references (offline builds)"),
     "authoring/refinement.py": (1, "a build's temp folder"),
     "authoring/solve_only.py": (9, "the part store and the answers cache (harness only; hidden from runs)"),
@@ -106,8 +109,9 @@ HARNESS_ONLY = {
     "authoring/variants.py": (1, "a variants case file"),
     "baseline_pass.py": (8, "the pass's coordination folder and the baselines' audit folder"),
     "calibration.py": (4, "the calibration store"),
-    "cases.py": (6, "case files and the checked-cases cache"),
-    "cli.py": (4, "the command's --out files"),
+    "cases.py": (5, "case files and the checked-cases cache"),
+    "cli/run.py": (2, "the command's --out files"),
+    "cli/suite.py": (2, "the command's --out files"),
     "containers.py": (9, "image build contexts and podman's service files"),
     "kept_baselines.py": (4, "the kept-baselines store (hidden from runs)"),
     "libraries/cxx_toolchain.py": (15, "the deal.II toolchain cache (its header folder read-only to runs)"),

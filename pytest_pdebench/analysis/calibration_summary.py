@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..calibration import Alphas, CalibrationStore, reference_build_gap
+from ..calibration import CalibrationStore, reference_build_gap
 from ..cases import load_cases
 from ..report import calibration_tables
 from ..sources.folder import oracle_fingerprint
 from ..speed import baselines_line
+from ..thresholds import Alphas
 
 
 def strong_figures(entry: dict | None) -> dict:

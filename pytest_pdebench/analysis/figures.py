@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..calibration import DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, SENSITIVITY_ALPHA_ACC, SENSITIVITY_ALPHA_TIME
+from ..thresholds import DEFAULT_ALPHA_ACC, DEFAULT_ALPHA_TIME, SENSITIVITY_ALPHA_ACC, SENSITIVITY_ALPHA_TIME
 from . import tables
 
 COLOURS = {"PASS": "#2e7d32", "F-Exec": "#9e9e9e", "F-Acc": "#c62828", "F-Time": "#f9a825"}

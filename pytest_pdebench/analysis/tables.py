@@ -12,7 +12,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .. import gates
-from ..calibration import (
+from ..report import Stages
+from ..thresholds import (
     DEFAULT_ALPHA_ACC,
     DEFAULT_ALPHA_TIME,
     DEFAULT_TAU_MAX,
@@ -113,10 +114,8 @@ def stage_table(rows: list[dict]) -> Table:
     """Figure 4's numbers: where items stop, and the gates' conditional pass rates."""
     body = []
     for (system, library), part in grouped(rows, "system", "library").items():
-        counts = Counter(r["outcome"] for r in part)
+        counts, stages = Counter(r["outcome"] for r in part), Stages.of(part)
         n = len(part)
-        executed = n - counts["F-Exec"]
-        accurate = counts["PASS"] + counts["F-Time"]
         cells = [f"{counts[o]} ({100 * counts[o] / n:.1f}%)" for o in OUTCOMES]
         agent_failures = sum(r.get("source_failure", False) for r in part)
         if agent_failures:  # counted apart: the agent, not its solver, failed
@@ -127,9 +126,9 @@ def stage_table(rows: list[dict]) -> Table:
                 library,
                 n,
                 *cells,
-                _share(executed, n),
-                _share(accurate, executed),
-                _share(counts["PASS"], accurate),
+                _share(stages.executed, n),
+                _share(stages.accurate, stages.executed),
+                _share(stages.passed, stages.accurate),
             ]
         )
     return Table(

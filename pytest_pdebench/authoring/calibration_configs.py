@@ -44,17 +44,12 @@ from pathlib import Path
 from typing import cast
 
 from ..bundled import UPSTREAM_FILE
-from ..calibration import (
-    ANCHOR_ACC_SHARE,
-    REFERENCE_AGREEMENT,
-    Alphas,
-    CalibrationStore,
-    case_fingerprint,
-    materialize,
-    reference_build_gap,
-)
-from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, setting_steps, write_case_file
+from ..calibration import ANCHOR_ACC_SHARE, REFERENCE_AGREEMENT, CalibrationStore, materialize, reference_build_gap
+from ..cases import CalibrationConfig, CalibrationSetting, case_files, iter_case_file, write_case_file
+from ..fingerprints import case_fingerprint
 from ..sources.folder import oracle_fingerprint
+from ..thresholds import Alphas
+from .rebuilds import setting_steps
 
 FLOW_FAMILIES = ("stokes", "navier_stokes")
 MAX_DEGREE = 2  # the oracles implement P1 and P2 (a few upstream records use P3/P4)

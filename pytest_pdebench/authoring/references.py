@@ -28,9 +28,10 @@ from types import ModuleType
 
 import numpy as np
 
-from ..calibration import REFERENCE_AGREEMENT, CalibrationStore, case_fingerprint
+from ..calibration import REFERENCE_AGREEMENT, CalibrationStore
 from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
+from ..fingerprints import case_fingerprint
 from ..grid import EvalGrid, valid_mask
 from ..metrics import relative_l2_error
 from .attack import ATTACK_MARGIN, attack, builds_attacker, within_reason

@@ -506,7 +506,7 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
 def _taus_after(record: CaseRecord, ratio: float) -> list[float]:
     """The tau_acc of each of the record's tracks once its e_base grows ``ratio`` x (each
     library's baseline moved by the DOLFINx one's ratio)."""
-    from ..calibration import accuracy_threshold
+    from ..thresholds import accuracy_threshold
 
     config = record.evaluation_config
     return [
@@ -649,7 +649,8 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
     """``OUT/suite.jsonl``: CASES with each record that has a kept part replaced by its built
     form (the rest as they were); the references beside it are OUT's. Returns (replaced,
     the manufactured records without a part, with their reasons)."""
-    from ..cases import iter_case_file, same_case, write_case_file
+    from ..cases import iter_case_file, write_case_file
+    from .rebuilds import same_case
 
     parts = Path(out) / "parts"
     records, missing = [], []

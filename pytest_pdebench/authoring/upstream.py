@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..cases import CaseRecord, rewrite_case_file
+from ..cases import CaseRecord
 from ..domains import resolve_geometry
 from ..expressions import parse_expression
 from ..pdes import lap
@@ -54,6 +54,7 @@ from ..validation import BUILT_LATER, static_problems
 from . import mms
 from .calibration_configs import setting_dict, upstream_setting
 from .hiding import Hiding
+from .rebuilds import rewrite_case_file
 from .starter import DATA_REVISION
 
 TAGS = {"all": "boundary", "x0": "x_min", "x1": "x_max", "y0": "y_min", "y1": "y_max", "z0": "z_min", "z1": "z_max"}

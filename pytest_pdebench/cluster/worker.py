@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..calibration import machine_key
 from ..execution import Execution, RunTask, execute
 from ..libraries import RuntimeMissing, detect_runtime
+from ..machine import machine_key
 from ..sandbox import abort_live_runs, owned_by
 
 try:

@@ -6,7 +6,7 @@ Python it was made from and the PETSc it links are mounted read-only in the sand
 Generated code (TSFC, loopy, PyOP2) goes to the item's kernel store (kernel_cache.py): the
 gated first run compiles into an empty one, the timed runs find its kernels there, and
 nothing reaches another item or session. ``t_agent`` is measured on the timed runs; the
-gated run's time, compile included, meets the first-run gate (evaluation.py).
+gated run's time, compile included, meets the first-run gate (judge.py).
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from ..calibration import KERNEL_STORE, case_fingerprint, machine_key
+from ..calibration import KERNEL_STORE
+from ..fingerprints import case_fingerprint
+from ..machine import machine_key
 
 # the checkout the package is installed from in editable mode (`make setup`)
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,5 @@
+"""``python -m pytest_pdebench.cli``: the ``pdebench`` command."""
+
+from . import main
+
+raise SystemExit(main())
