@@ -143,7 +143,7 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
-            verdict = Verdict.for_item(record, "dolfinx", "benchmark")
+            verdict = Verdict.for_item(record, "dolfinx", "benchmark", Settings(output_dir=Path(tmp)))
             plan = ItemPlan(record, "dolfinx", REPO / "tests" / "cases", Path(tmp), "", Stored(thresholds))
             judge = Judge(plan, verdict, Settings(output_dir=Path(tmp)))
             judge.prepare()

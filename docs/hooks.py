@@ -152,7 +152,7 @@ def cli_page() -> str:
         lines = [
             "# The pdebench command",
             "",
-            "Written from the command's argparse parser (`pytest_pdebench/cli.py`) by `python docs/hooks.py`; "
+            "Written from the command's argparse parser (`pytest_pdebench/cli/`) by `python docs/hooks.py`; "
             "`pdebench COMMAND --help` prints the same.",
             "",
             "| command | what it does |",
