@@ -172,7 +172,7 @@ def test_committed_calibration_settings_are_the_drawn_ones(folder):
     the steps the source names, in order: a refinement may only make a mesh finer (or the
     degree higher), a coarsening only fewer cells of the same degree."""
     from pytest_pdebench.authoring.calibration_configs import calibration_config, read_distribution
-    from pytest_pdebench.cases import setting_steps as steps
+    from pytest_pdebench.authoring.rebuilds import setting_steps as steps
 
     pools = read_distribution(UPSTREAM)
     for _, _, record in load_cases(folder):
