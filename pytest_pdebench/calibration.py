@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from .cases import CaseRecord, Thresholds, case_files, iter_case_file, write_case_file
@@ -145,6 +146,40 @@ class CalibrationStore:
         tmp.replace(path)
         self._loaded.pop(library, None)
         return path
+
+
+def write_passing(
+    verdicts: list[dict],
+    store_for: Callable[[str], CalibrationStore],
+    here: str,
+    probe_sec: float,
+    conditions: Callable[[str], dict],
+    by_machine: bool = False,
+) -> dict[str, Path]:
+    """A calibration session's baselines, from its passing items, each into the store of the
+    machine that timed it (a cluster's worker's, or ``here``); the files written, by library
+    (and machine, ``by_machine``). ``conditions``: a library's run conditions, kept beside."""
+    written = {}
+    for library, machine in sorted({(v["library"], v.get("machine") or here) for v in verdicts}):
+        entries = {
+            v["case_id"]: {
+                **baseline_figures(v),
+                "fingerprint": v["case_fingerprint"],
+                "solver_info": v["solver_info"],
+                "runtime_version": v["runtime_version"],
+                "speed_probe_sec": probe_sec,
+                "calibrated_at": now_iso(),
+            }
+            for v in verdicts
+            if v["library"] == library
+            and (v.get("machine") or here) == machine
+            and v["outcome"] == "PASS"
+            and not v["calibration_problem"]
+        }
+        if entries:
+            name = f"{library} ({machine})" if by_machine else library
+            written[name] = store_for(machine).write(library, entries, conditions(library))
+    return written
 
 
 def baseline_figures(verdict: dict) -> dict:

@@ -86,7 +86,7 @@ def pytest_report_header(config: pytest.Config):
         f"pdebench: {meta['mode']} of {meta['source']} on {tracks}; "
         f"machine {meta['machine']}; sandbox {meta['sandbox']}; artifacts in {meta['output']}",
         f"pdebench: cases {meta['cases']} ({run.case_count} records)",
-        *([run.timing.local_line()] if run.times_baselines() else []),
+        *([run.timing.local_line()] if run.settings.times_baselines else []),
         *([f"pdebench WARNING: {meta['gates']} (every verdict says so)"] if meta.get("gates") else []),
         *(f"pdebench WARNING: {line}" for line in run.timing.mismatches(run.present_libraries())),
     ]
@@ -187,7 +187,17 @@ class _Recorder:
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
-            self.calibrations = self.run.write_calibration(self.verdicts)
+            from .calibration import write_passing
+
+            run = self.run
+            self.calibrations = write_passing(
+                self.verdicts,
+                run.placement.store_for,
+                run.store.machine,
+                run.timing.probe_sec(),
+                run.timing.of,
+                by_machine=run.cluster is not None,
+            )
         if self.not_run and session.exitstatus == pytest.ExitCode.OK:
             # items were selected and not judged (a runtime, a solver, a baseline missing): a CI
             # job must not go green on them; the summary says which and why

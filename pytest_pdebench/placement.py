@@ -24,7 +24,7 @@ from .cases import CaseRecord
 from .fingerprints import case_fingerprint
 from .kept_baselines import KEPT_SOURCE, LocalBaselines
 from .libraries import get_track
-from .notices import PdeBenchWarning  # noqa: F401 - also imported from here
+from .notices import PdeBenchWarning
 from .plan import ItemPlan, NoSibling, SiblingCheck
 from .reference import missing_case_data
 from .settings import Settings, item_directory

@@ -6,7 +6,6 @@ depends on which process evaluates an item; verdicts travel back on the test rep
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from .bundled import baselines_folder
-from .calibration import CalibrationStore, baseline_figures, now_iso
+from .calibration import CalibrationStore
 from .cases import CaseRecord
 from .kept_baselines import KeptBaselines
 from .libraries import RuntimeMissing
@@ -131,40 +130,9 @@ class PdeRun:
         finally:
             self.ahead.done_with(plan)
 
-    def write_calibration(self, verdicts: list[dict]) -> dict[str, Path]:
-        """Store the baselines of the passing calibration items (controller only)."""
-        written = {}
-        # each baseline goes to the machine that timed it (a cluster's worker, or this one)
-        for library, machine in sorted({(v["library"], v.get("machine") or self.store.machine) for v in verdicts}):
-            store = self.placement.store_for(machine)
-            entries = {
-                v["case_id"]: {
-                    **baseline_figures(v),
-                    "fingerprint": v["case_fingerprint"],
-                    "solver_info": v["solver_info"],
-                    "runtime_version": v["runtime_version"],
-                    "speed_probe_sec": self.timing.probe_sec(),
-                    "calibrated_at": now_iso(),
-                }
-                for v in verdicts
-                if v["library"] == library
-                and (v.get("machine") or self.store.machine) == machine
-                and v["outcome"] == "PASS"
-                and not v["calibration_problem"]
-            }
-            if entries:
-                written[f"{library} ({machine})" if self.cluster else library] = store.write(
-                    library, entries, self.timing.of(library)
-                )
-        return written
-
-    def times_baselines(self) -> bool:
-        """--pde-baseline=local: this machine's missing baselines are timed before the items."""
-        return self.settings.baseline == "local" and not self.settings.calibrate
-
     def pass_folder(self) -> Path | None:
         """xdist controller: the folder its workers share for the baseline pass (made once)."""
-        if self.times_baselines() and self._pass_folder is None:
+        if self.settings.times_baselines and self._pass_folder is None:
             self._pass_folder = Path(tempfile.mkdtemp(prefix="pytest-pdebench-baselines-"))
         return self._pass_folder
 
@@ -186,7 +154,7 @@ class PdeRun:
                 if watch is not None:
                     watch.stop()
             return
-        if self.times_baselines():
+        if self.settings.times_baselines:
             given = getattr(self.config, "workerinput", {})  # an xdist worker's
             shared, coordination = given.get("pdebench_pass"), None
             if shared:
@@ -215,13 +183,9 @@ class PdeRun:
         except RuntimeMissing as exc:
             return str(exc)
         if isinstance(self.source, DirectorySource) and not self.validate and not self.settings.calibrate:
-            if library not in self._supplied:
+            if library not in cast(DirectorySource, self.source).tracks(self.libraries):
                 return f"no solver for {library} in {self.source.directory} (see the solver contract's folder layout)"
         return None
-
-    @functools.cached_property
-    def _supplied(self) -> tuple[str, ...]:
-        return cast(DirectorySource, self.source).tracks(self.libraries)
 
     def present_libraries(self) -> list[str]:
         """The run's libraries whose items can run (``missing_track``: the others are not run)."""

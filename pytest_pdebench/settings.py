@@ -63,6 +63,11 @@ class Settings:
             return "docker-unavailable"
 
     @property
+    def times_baselines(self) -> bool:
+        """--pde-baseline=local: this machine's missing baselines are timed before the items."""
+        return self.baseline == "local" and not self.calibrate
+
+    @property
     def calibrate_hint(self) -> str:
         return "" if self.sandbox == "bubblewrap" else f" -- --pde-sandbox={self.sandbox}"
 

@@ -96,7 +96,7 @@ def test_markers_are_registered(pytester, suite):
 
 
 def test_missing_runtime_skips_with_install_hint(pytester, suite, monkeypatch):
-    from pytest_pdebench.libraries import detect_runtime
+    from pytest_pdebench.libraries import _detect_runtime as detect_runtime  # the cache itself
 
     detect_runtime.cache_clear()
     monkeypatch.setenv("PDEBENCH_DOLFINX_PYTHON", "/nonexistent/venv/bin/python")
@@ -117,7 +117,7 @@ def test_missing_runtime_skips_with_install_hint(pytester, suite, monkeypatch):
 
 
 def test_missing_dolfinx_says_what_to_install(pytester, suite, monkeypatch):
-    from pytest_pdebench.libraries import detect_runtime
+    from pytest_pdebench.libraries import _detect_runtime as detect_runtime  # the cache itself
 
     detect_runtime.cache_clear()
     monkeypatch.setenv("PDEBENCH_DOLFINX_PYTHON", "/usr/bin/true-python-that-does-not-exist")

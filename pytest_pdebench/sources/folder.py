@@ -40,6 +40,7 @@ class DirectorySource:
         self.directory = Path(directory)
         if not self.directory.is_dir():
             raise FileNotFoundError(f"--pde-submissions: no directory at {self.directory}")
+        self._tracks: dict[tuple[str, ...], tuple[str, ...]] = {}  # asked for every item: looked up once
 
     @property
     def label(self) -> str:
@@ -55,12 +56,14 @@ class DirectorySource:
                 p.is_file() and not p.name.startswith("_") for s in suffixes for p in folder.glob(f"*{s}")
             )
 
-        return tuple(
-            library
-            for library in libraries
-            if solvers(self.directory / library, get_track(library).suffixes)
-            or solvers(self.directory, get_track(library).suffixes)
-        )
+        if libraries not in self._tracks:
+            self._tracks[libraries] = tuple(
+                library
+                for library in libraries
+                if solvers(self.directory / library, get_track(library).suffixes)
+                or solvers(self.directory, get_track(library).suffixes)
+            )
+        return self._tracks[libraries]
 
     def candidates(self, record: CaseRecord, library: str, suffixes: tuple[str, ...]) -> list[Path]:
         folders = [self.directory / library, self.directory]
