@@ -76,7 +76,8 @@ def test_a_clean_run_reports_its_solve_time(sandbox, tmp_path):
     assert 0.3 <= result.solve_sec < result.wall_sec
 
 
-MARKER_JITTER = {"docker": 0.01, "bubblewrap": 0.002}
+# bubblewrap: 3 ms late once in a clean-clone run beside two other test workers (2026-12-02)
+MARKER_JITTER = {"docker": 0.01, "bubblewrap": 0.005}
 
 
 def test_import_time_work_of_the_submission_is_timed(sandbox, tmp_path):
