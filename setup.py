@@ -11,8 +11,6 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # as bundled.FOLDERS
-SMOKE = ("tests/cases", "smoke")  # the 53-case smoke suite, as bundled.SMOKE
-ATTACKER = ("tests/data/dishonest/ansatz_fit", "attacker")  # the builds' attacker, as bundled.ATTACKER
 
 
 class BuildWithBundledFolders(build_py):
@@ -24,9 +22,9 @@ class BuildWithBundledFolders(build_py):
         if getattr(self, "editable_mode", False):
             return
         target = Path(self.build_lib) / "pytest_pdebench" / "_bundled"
-        for source, name in [(name, name) for name in FOLDERS] + [SMOKE, ATTACKER]:
-            if (HERE / source).is_dir():  # an sdist built without them says so in the test that installs it
-                shutil.copytree(HERE / source, target / name, dirs_exist_ok=True,
+        for name in FOLDERS:
+            if (HERE / name).is_dir():  # an sdist built without them says so in the test that installs it
+                shutil.copytree(HERE / name, target / name, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
 
 

@@ -4,7 +4,7 @@
         [--library dolfinx] [--timeout 60] [--out FILE.jsonl] [--reuse FILE.jsonl] [--references]
         [--cases DIR]
 
-Runs tests/data/dishonest/ansatz_fit/solver.py offline (no sandbox, no timing gate) on the
+Runs pytest_pdebench/data/attacker/solver.py offline (no sandbox, no timing gate) on the
 agent view of each manufactured record of the track, one fork per record in a scratch
 folder, and judges its solution.npz as the plugin's accuracy gate does: the contract's
 checks (gates.read_solution), the relative L2 error against the exact solution on the
@@ -29,12 +29,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from pytest_pdebench.authoring.attack import attack, load_attacker
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.leaks import manufactured
+from pytest_pdebench.making.attack import attack, load_attacker
 
 REPO = Path(__file__).resolve().parent.parent
-SOLVER = REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
+SOLVER = REPO / "pytest_pdebench" / "data" / "attacker" / "solver.py"
 GOAL = 0.02  # issue 46: at most 2% of a family's records may pass
 
 
@@ -62,7 +62,7 @@ def chosen_records(
 
 
 def judge(solver, case_dir: Path, record, library: str, timeout: float) -> dict:
-    """The attacker on one record, judged like the plugin's first two gates (authoring/attack.py)."""
+    """The attacker on one record, judged like the plugin's first two gates (making/attack.py)."""
     result = attack(solver, record, case_dir, library, timeout)
     tau = record.evaluation_metadata.thresholds[library].tau_acc
     row = {"case_id": record.id, "family": record.family, "tau_acc": tau, "error": result.error,

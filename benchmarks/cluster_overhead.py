@@ -26,6 +26,7 @@ from pathlib import Path
 from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
 from pytest_pdebench.baselines import Calibrating
+from pytest_pdebench.bundled import SMOKE_CASES
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.cluster.controller import Cluster
 from pytest_pdebench.evaluation import run_task
@@ -40,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def tasks(count: int) -> list:
-    record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
+    record = next(r for _, _, r in load_cases(SMOKE_CASES) if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": EXACT_SOLVER}, "benchmark")
     plan = ItemPlan(record, "dolfinx", None, Path("."), case_fingerprint(record, "dolfinx"), Calibrating())
     task = run_task(plan, submission, Settings(output_dir=Path("."), runs=1))

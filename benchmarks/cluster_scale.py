@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness_overhead import EXACT_SOLVER  # beside this script (Python puts its folder on sys.path)
 
+from pytest_pdebench.bundled import SMOKE_CASES
 from pytest_pdebench.machine import machine_key
 from pytest_pdebench.testing.loopback import scheduler_address
 
@@ -34,7 +35,7 @@ def write_inputs(folder: Path, count: int) -> None:
     from pytest_pdebench.cases import parse_record
     from pytest_pdebench.fingerprints import case_fingerprint
 
-    data = next(json.loads(line) for path in sorted((REPO / "tests" / "cases").glob("*.jsonl"))
+    data = next(json.loads(line) for path in sorted(SMOKE_CASES.glob("*.jsonl"))
                 for line in path.read_text().splitlines() if '"poisson_basic"' in line)
     lines, entries = [], {}
     for index in range(count):

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from pytest_pdebench.baselines import Stored
+from pytest_pdebench.bundled import SMOKE_CASES
 from pytest_pdebench.cases import load_cases
 from pytest_pdebench.evaluation import evaluate
 from pytest_pdebench.fingerprints import case_fingerprint
@@ -97,7 +98,7 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
                 solver: bytes = EXACT_SOLVER) -> list[tuple[float, float]]:
     """(item wall time, time inside solver processes) for poisson_basic with an exact
     solver: one gated run and ``runs`` timed runs."""
-    record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
+    record = next(r for _, _, r in load_cases(SMOKE_CASES) if r.id == "poisson_basic")
     submission = Submission("solver.py", {"solver.py": solver}, "benchmark")
     thresholds = THRESHOLDS
     figures = []
@@ -105,7 +106,7 @@ def whole_items(library: str, repeats: int, runner: str, runs: int,
         settings = Settings(output_dir=Path(tmp), runner=runner, runs=runs)
         for _ in range(repeats):
             started = time.perf_counter()
-            plan = ItemPlan(record, library, REPO / "tests" / "cases", item_directory(settings, library, record.id),
+            plan = ItemPlan(record, library, SMOKE_CASES, item_directory(settings, library, record.id),
                             case_fingerprint(record, library), Stored(thresholds))
             verdict = evaluate(plan, submission, "benchmark", settings)
             elapsed = time.perf_counter() - started
@@ -126,7 +127,7 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     from pytest_pdebench.judge import Judge
     from pytest_pdebench.verdict import Verdict
 
-    record = next(r for _, _, r in load_cases(REPO / "tests" / "cases") if r.id == "poisson_basic")
+    record = next(r for _, _, r in load_cases(SMOKE_CASES) if r.id == "poisson_basic")
     record = record.model_copy(deep=True)
     record.case_spec.eval_grid.nx = record.case_spec.eval_grid.ny = grid
     record.evaluation_metadata.solve_only = None  # stored on the case's own grid: the judging is what counts
@@ -144,7 +145,7 @@ def judging_cost(repeats: int, runs: int, grid: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             verdict = Verdict.for_item(record, "dolfinx", "benchmark", Settings(output_dir=Path(tmp)))
-            plan = ItemPlan(record, "dolfinx", REPO / "tests" / "cases", Path(tmp), "", Stored(thresholds))
+            plan = ItemPlan(record, "dolfinx", SMOKE_CASES, Path(tmp), "", Stored(thresholds))
             judge = Judge(plan, verdict, Settings(output_dir=Path(tmp)))
             judge.prepare()
             done = Execution(solution=npz(0.0), meta=meta, timed=True, timed_runs=[0.1] * runs,

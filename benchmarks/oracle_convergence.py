@@ -34,8 +34,8 @@ LEVELS = (0.5, 1.0, 2.0)  # multiples of the oracle's own resolution
 
 
 def error_at(family: str, record, factor: float) -> tuple[float, int]:
-    from pytest_pdebench.authoring.refinement import run_oracle
     from pytest_pdebench.grid import EvalGrid, valid_mask
+    from pytest_pdebench.making.refinement import run_oracle
     from pytest_pdebench.metrics import relative_l2_error
     from pytest_pdebench.reference import reference_fields
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default=",".join(CASES))
     args = parser.parse_args()
-    records = {r.id: r for _, _, r in load_cases(REPO / "tests" / "cases")}
+    records = {r.id: r for _, _, r in load_cases(REPO / "pytest_pdebench" / "data" / "smoke")}
     print(f"{'family':22s} {'case':22s} {'level':>6s} {'dofs':>8s} {'rel. L2':>10s} {'order':>6s}")
     for family in args.families.split(","):
         record = records[CASES[family]]

@@ -4,7 +4,7 @@ trivial DOLFINx item (a numpy solver), as a user runs it: ``pytest --pde-submiss
     .venv/bin/python benchmarks/session_overhead.py [--items 40] [--jobs 1] [--runner warm]
                                                     [--solver numpy|dolfinx] [--profile FILE]
 
-The items: ``--items`` copies of the test suite's ``poisson_basic`` (tests/cases, its
+The items: ``--items`` copies of the test suite's ``poisson_basic`` (pytest_pdebench/data/smoke, its
 references linked), each under its own id, on the DOLFINx track, default runs (one gated and
 three timed), bubblewrap. The solver writes the manufactured field at once (``numpy``), or does
 the same after ``import dolfinx`` (``dolfinx``: the track's start-up is then the harness's as for
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from item_path import TOY  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-CASES = REPO / "tests" / "cases"
+CASES = REPO / "pytest_pdebench" / "data" / "smoke"
 
 SOLVERS = {"numpy": TOY}  # the toy numpy solver of item_path.py
 SOLVERS["dolfinx"] = "import dolfinx  # noqa: F401  (the track's start-up, as a FEM solver's)\n" + SOLVERS["numpy"]

@@ -1,5 +1,7 @@
 """Where the bundled folders are: the suite's cases, the stored calibrations, the library
-guides, the reference solvers (submissions/) and the container recipes.
+guides, the reference solvers (submissions/) and the container recipes; and the package's
+own data (``data/``: the smoke suite and the attacker the part builds keep their margin from),
+which sit in the package in a checkout and in a wheel alike.
 
 In a checkout (or an editable install) they are the checkout's top-level folders; a wheel
 carries copies under ``pytest_pdebench/_bundled/`` (setup.py puts them there), so an
@@ -16,10 +18,10 @@ PACKAGE = Path(__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
 INSTALLED = PACKAGE / "_bundled"
 FOLDERS = ("cases", "calibrations", "guides", "submissions", "containers")  # what a wheel carries
-SMOKE = ("tests/cases", "smoke")  # and the smoke suite: the checkout's folder, its name in a wheel
-# and the ansatz-fit attacker, whose margin the part builds keep (live variants' too)
-ATTACKER = ("tests/data/dishonest/ansatz_fit", "attacker")
-RENAMED = dict((name, folder) for folder, name in (SMOKE, ATTACKER))  # a wheel's name: the checkout's folder
+DATA = PACKAGE / "data"
+SMOKE = "smoke"  # --pde-cases=smoke names the smoke suite
+SMOKE_CASES = DATA / "smoke"  # the 53-case smoke suite (all eleven families; the shipped suite is cases/)
+ATTACKER = DATA / "attacker" / "solver.py"  # the ansatz-fit attacker, whose margin the part builds keep
 # the upstream benchmark (CC BY 4.0): read by the builders at run time, never copied here
 UPSTREAM_FILE = Path("../shared/upstream/benchmark_v2.jsonl")
 
@@ -52,9 +54,8 @@ def bundled(name: str, rootdir: Path | None = None) -> Path:
     the caller's message names where it looked)."""
     if rootdir is not None and (rootdir / name).exists():
         return rootdir / name
-    checkout_name = RENAMED.get(name, name)
-    if _in_checkout() and (CHECKOUT / checkout_name).exists():
-        return CHECKOUT / checkout_name
+    if _in_checkout() and (CHECKOUT / name).exists():
+        return CHECKOUT / name
     return INSTALLED / name
 
 

@@ -202,7 +202,7 @@ class CalibrationConfig(Strict):
 
 
 class Variant(Strict):
-    """A live variant (authoring/variants.py): drawn afresh from a published record's design."""
+    """A live variant (making/variants.py): drawn afresh from a published record's design."""
 
     seed: int
     of: str = Field(pattern=r"^[0-9a-f]{16}$")  # record_digest of the published record it varies
@@ -211,7 +211,7 @@ class Variant(Strict):
 
 class SolveOnlyPart(Strict):
     """The part delta of a manufactured record's solution that only a solve recovers
-    (authoring/solve_only.py), so that no reading of the data gives the answer: the solution
+    (making/solve_only.py), so that no reading of the data gives the answer: the solution
     is the manufactured u plus delta, which the term ``forcing`` of the record's forcing
     drives with homogeneous boundary and initial data. delta is stored on the evaluation
     grid at t_end (``path``, relative to the case file's folder; evaluator-only, never

@@ -30,6 +30,7 @@ def start_benchmark(config: pytest.Config) -> None:
     from .options import run_from_config
     from .session import pin_worker, terminate_as_interrupt
 
+    _add_extensions(config)
     run = run_from_config(config)
     if run is None:
         return
@@ -49,10 +50,29 @@ def start_benchmark(config: pytest.Config) -> None:
     config.pluginmanager.register(sys.modules[__name__], "pdebench-hooks")
 
 
+def _add_extensions(config: pytest.Config) -> None:
+    """The backends and tracks other plugins give (hookspecs.py), before the options are read."""
+    from .libraries import use_tracks
+    from .sandbox import add_backends
+
+    backends: dict = {}
+    config.hook.pytest_pdebench_add_backends(config=config, backends=backends)
+    tracks: dict = {}
+    config.hook.pytest_pdebench_add_tracks(config=config, tracks=tracks)
+    try:
+        add_backends(backends)
+        use_tracks(tracks)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def _sandbox_problem(run) -> str | None:
     from .sandbox import get_backend
 
-    backend = get_backend(run.settings.sandbox)
+    try:
+        backend = get_backend(run.settings.sandbox)
+    except ValueError as exc:
+        return f"--pde-sandbox: {exc}"
     problem = backend.available()
     if problem is None and hasattr(backend, "sweep") and not hasattr(run.config, "workerinput"):
         _sweep(backend)  # containers of runs that died (killed, power cut) go first

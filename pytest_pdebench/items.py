@@ -213,7 +213,10 @@ class CaseItem(pytest.Item):
             no_baseline = str(exc)  # failed below, outside the handler: one message, not a chained pair
         if no_baseline is not None:
             pytest.fail(no_baseline, pytrace=False)
-        self.user_properties.append(("pde", verdict.to_dict()))
+        said = verdict.to_dict()
+        extra: dict = {}  # the last word of other plugins (hookspecs.pytest_pdebench_verdict)
+        self.config.hook.pytest_pdebench_verdict(config=self.config, verdict=dict(said), extra=extra)
+        self.user_properties.append(("pde", {**said, "extra": extra} if extra else said))
         if verdict.calibration_problem:
             raise CalibrationRejected(f"baseline rejected: {verdict.calibration_problem}")
         if not verdict.passed:

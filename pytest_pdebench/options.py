@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .bundled import SMOKE, bundled, case_source, count_records
+from .bundled import SMOKE, SMOKE_CASES, bundled, case_source, count_records
 from .calibration import CalibrationStore
 from .cases import LIBRARIES
 from .placement import SIBLING_SEED
@@ -29,6 +29,12 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
     opt = config.option
     validate = opt.pde_validate is not None
     submissions = _bundled_folder(opt.pde_submissions, config.rootpath)
+    added = config.hook.pytest_pdebench_source(config=config)  # a plugin's source (hookspecs.py)
+    if added is not None and (submissions or opt.pde_model or opt.pde_calibrate or validate):
+        raise pytest.UsageError(
+            f"a plugin's source ({added.label}) gives this run's solvers: it does not go with --pde-submissions, "
+            "--pde-model, --pde-calibrate or --pde-validate"
+        )
     if opt.pde_agent and not opt.pde_model:
         raise pytest.UsageError("--pde-agent needs --pde-model: the model the agent works with")
     if opt.pde_model and (submissions or opt.pde_calibrate or validate):
@@ -38,12 +44,12 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         )
     if submissions is None and (opt.pde_calibrate or validate):
         submissions = str(bundled(DEFAULT_ORACLE, config.rootpath))
-    if submissions is None and not opt.pde_model:
+    if submissions is None and not opt.pde_model and added is None:
         return None
     rootdir = config.rootpath
     cases = opt.pde_cases
-    if cases == SMOKE[1] and not Path(cases).exists():  # --pde-cases=smoke: the bundled smoke suite
-        cases = str(bundled(SMOKE[1]))
+    if cases == SMOKE and not Path(cases).exists():  # --pde-cases=smoke: the bundled smoke suite
+        cases = str(SMOKE_CASES)
     cases_path = Path(opt.pde_validate or cases or case_source(rootdir))
     if not cases_path.exists():
         raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")
@@ -78,7 +84,9 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         sibling=opt.pde_sibling,
         gate_options=gate_options(alphas, baseline, default_baseline),
     )  # the output folder below, once the source has named the run
-    if opt.pde_model:
+    if added is not None:
+        source, label = added, re.sub(r"[^A-Za-z0-9_.-]+", "-", added.label)
+    elif opt.pde_model:
         from .sources.model import model_source_from_options  # the model client's modules: only for a model's run
 
         source = model_source_from_options(opt, rootdir, not hasattr(config, "workerinput"), settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .shared_options import add_shared
 from .vocabulary import MARKERS
 
 if TYPE_CHECKING:  # pytest itself is loaded by whoever loads this module: no import of it here
@@ -27,22 +28,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="evaluate the hand-written solvers in DIR (DIR/<library>/<case_id|family|solver>.py); 'oracle' "
         "and 'textbook' name the bundled folders",
     )
-    group.addoption(
-        "--pde-library",
-        action="append",
-        metavar="NAME",
-        help="library track(s): dolfinx, firedrake, dealii; repeat or comma-separate (default: the tracks "
-        "--pde-submissions has solvers for; all three for a model or an agent)",
-    )
-    group.addoption(
-        "--pde-cases",
-        metavar="PATH",
-        help="case file or directory (default: the bundled suite, or a cases/ folder here that holds records); "
-        "'smoke' names the bundled 53-case smoke suite",
-    )
-    group.addoption(
-        "--pde-runs", type=int, default=3, metavar="N", help="timed runs per item, averaged (default 3, as the paper)"
-    )
+    add_shared(group.addoption, "pde-", "library", action="append", more="repeat or comma-separate",
+               said="the tracks --pde-submissions has solvers for; all three for a model or an agent")  # fmt: skip
+    add_shared(group.addoption, "pde-", "cases", more="'smoke' names the bundled 53-case smoke suite",
+               said="the bundled suite, or a cases/ folder here that holds records")  # fmt: skip
+    add_shared(group.addoption, "pde-", "runs", default=3, said="3, as the paper")
     group.addoption(
         "--pde-timeout",
         type=float,
@@ -62,10 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pde-memory-mb", type=int, default=8192, metavar="MB", help="address-space limit per run")
     group.addoption(
         "--pde-sandbox",
-        choices=("bubblewrap", "docker", "none"),
         default="bubblewrap",
-        help="isolation backend: 'docker' runs each solver in a container of the track's image "
-        "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe)",
+        metavar="NAME",
+        help="isolation backend: bubblewrap; 'docker' runs each solver in a container of the track's image "
+        "(the engine at DOCKER_HOST); 'none' runs solvers unsandboxed (unsafe); or one a plugin adds",
     )
     group.addoption(
         "--pde-runner",
@@ -122,11 +112,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--pde-cluster): thresholds from calibrations/; 'paired' (with --pde-variants): the oracle runs "
         "beside each submission on the same worker, its error and time set the thresholds",
     )
-    group.addoption(
-        "--pde-oracle",
-        metavar="DIR",
-        help="the solvers paired baselines run (laid out as --pde-submissions; default: the bundled oracle)",
-    )
+    add_shared(group.addoption, "pde-", "oracle", more="the solvers paired baselines run", said="the bundled oracle")
     group.addoption(
         "--pde-sibling",
         action="store_true",
@@ -138,7 +124,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="measure baselines (default source: the oracle) and write calibrations/<library>/<machine>.json",
     )
-    group.addoption("--pde-calibrations", metavar="DIR", help="calibration directory (default: calibrations/)")
+    add_shared(group.addoption, "pde-", "calibrations", said="calibrations/")
     group.addoption(
         "--pde-validate",
         metavar="PATH",
@@ -236,10 +222,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs  # the extension points another plugin implements
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name in MARKERS:
         config.addinivalue_line("markers", f"{name}: PDEAgent-Bench cases tagged {name}")
-    if not any(getattr(config.option, name, None) not in (None, False) for name in SOURCE_OPTIONS):
+    source_hook = config.pluginmanager.hook.pytest_pdebench_source.get_hookimpls()
+    if not source_hook and not any(getattr(config.option, name, None) not in (None, False) for name in SOURCE_OPTIONS):
         return  # another project's test run: it pays for the options and the markers only
     from .hooks import start_benchmark
 

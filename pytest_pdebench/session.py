@@ -95,7 +95,7 @@ class PdeRun:
     def __post_init__(self):
         vary = None
         if self.settings.variant_seed is not None or self.settings.sibling:
-            from .authoring.variants import LiveVariants  # sympy: slow to import, only for runs that vary cases
+            from .live_variants import LiveVariants  # sympy: slow to import, only for runs that vary cases
 
             oracle = self.settings.oracle_dir
             vary = LiveVariants(oracle / "dolfinx" if oracle else None).of
@@ -192,8 +192,11 @@ class PdeRun:
         return [library for library in self.libraries if self.missing_track(library) is None]
 
     def session_metadata(self) -> dict:
+        machine_info: dict = {}
+        self.config.hook.pytest_pdebench_machine_info(config=self.config, machine_info=machine_info)
         return {
             "machine": machine_key(),
+            **({"machine_info": machine_info} if machine_info else {}),
             **({"cluster": self.cluster.metadata()} if self.cluster else {}),
             **({"shard": self.shard_info} if self.shard_info else {}),
             "source": self.source.label,

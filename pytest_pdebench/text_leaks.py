@@ -2,7 +2,7 @@
 agent-visible data, where a distance on the grid does not see it.
 
 leaks.py measures distances on the evaluation grid, and data far from u there can still
-spell u out: the builder's boundary data are ``u + s*phi*w`` (authoring/hiding.py), which
+spell u out: the builder's boundary data are ``u + s*phi*w`` (making/hiding.py), which
 sympy prints as a sum among whose terms are u's own. The searches here try to undo such a
 construction on one datum D (an expression string of ``case_spec``) for the target u:
 
@@ -474,7 +474,7 @@ def text_findings(record: CaseRecord, searches=SEARCHES, forcing: bool = False) 
 def text_leak_problems(record: CaseRecord) -> list[str]:
     """The findings as leak problems: one line per datum (and component), naming the
     searches that found u in it and what the first matched. A record whose solution has a
-    part only a solve recovers (``evaluation_metadata.solve_only``, authoring/solve_only.py)
+    part only a solve recovers (``evaluation_metadata.solve_only``, making/solve_only.py)
     has none: what the text can give is the manufactured u, which misses the solution by
     that part (at least 5 x tau_acc, validation.check_solve_only)."""
     if record.evaluation_metadata.solve_only is not None:

@@ -318,7 +318,7 @@ def u_m_miss(record: CaseRecord) -> dict[str, float]:
 
 
 def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
-    """A solve-only part (authoring/solve_only.py) is stored as built (its digest), has the
+    """A solve-only part (making/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may
     give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc, and its own
     error estimate is at most SOLVE_ONLY_REFERENCE x every library's tau_acc."""

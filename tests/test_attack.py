@@ -47,12 +47,12 @@ def test_from_any_folder_the_default_attacker_is_the_bundled_one_and_a_missing_o
     tmp_path, capsys, monkeypatch
 ):
     """The builds keep their margin wherever they run (a wheel carries the attacker as
-    _bundled/attacker); a --solver that is not there is named."""
+    package data, data/attacker); a --solver that is not there is named."""
     from pytest_pdebench import cli
-    from pytest_pdebench.authoring.attack import attacker_path, builds_attacker
+    from pytest_pdebench.making.attack import attacker_path, builds_attacker
 
     monkeypatch.chdir(tmp_path)
-    assert attacker_path() == REPO / "tests" / "data" / "dishonest" / "ansatz_fit" / "solver.py"
+    assert attacker_path() == REPO / "pytest_pdebench" / "data" / "attacker" / "solver.py"
     assert builds_attacker() is not None
     cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])
     assert cli.main(["attack-audit", str(cases), "--solver", "nowhere/solver.py"]) == 2
@@ -64,7 +64,7 @@ def test_beside_another_thread_the_attacker_runs_in_a_fresh_interpreter(tmp_path
     """A fork of a threaded process may deadlock: the same result from a new interpreter."""
     import threading
 
-    from pytest_pdebench.authoring.attack import attack, load_attacker
+    from pytest_pdebench.making.attack import attack, load_attacker
     from pytest_pdebench.cases import CaseRecord
 
     record = CaseRecord.model_validate(record_dict())  # no part: the attacker reaches the answer

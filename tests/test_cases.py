@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pytest_pdebench.authoring.starter import starter_records
+from pytest_pdebench.making.starter import starter_records
 from pytest_pdebench.cases import CaseFileError, CaseRecord, agent_view, load_cases, schema_errors, schema_text
 from pytest_pdebench.testing import REPO, STARTER, UPSTREAM, record_dict, write_jsonl
 from pytest_pdebench.testing.suite_checks import (
@@ -131,7 +131,7 @@ def test_committed_cases_are_the_generated_starter_suite():
 
 def _without_part(record):
     """The record as generated: its solve-only part's term taken out of the forcing again."""
-    from pytest_pdebench.authoring.solve_only import forcing_without_part
+    from pytest_pdebench.making.solve_only import forcing_without_part
 
     part = record.evaluation_metadata.solve_only
     if part is None:

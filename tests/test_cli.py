@@ -242,3 +242,20 @@ def test_version_names_the_installed_package():
 
     done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == f"pdebench (pytest-pdebench) {version('pytest-pdebench')}"
+
+
+def test_an_option_the_plugin_and_the_command_share_is_declared_once_with_one_meaning(pytester):
+    """--pde-NAME and --NAME of every shared option say the same thing (shared_options.SHARED)."""
+    from pytest_pdebench.shared_options import SHARED
+
+    plugin_help = " ".join(pytester.runpytest("--help").stdout.lines)
+    command_help = ""
+    for name in ("calibrate", "prompt-cost", "calibration-summary"):
+        done = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", name, "--help"], capture_output=True,
+                              text=True, cwd=REPO)  # fmt: skip
+        command_help += " ".join(done.stdout.split())
+    plugin_help = " ".join(plugin_help.split())
+    for name, spec in SHARED.items():
+        meaning = " ".join(spec["help"].split())
+        assert f"--pde-{name}" in plugin_help and meaning in plugin_help, name
+        assert f"--{name}" in command_help and meaning in command_help, name

@@ -41,6 +41,8 @@ def installed(tmp_path_factory, dolfinx_available) -> Path:
     wheel = next((scratch / "dist").glob("pytest_pdebench-*.whl"))
     with zipfile.ZipFile(wheel) as built:
         assert not [name for name in built.namelist() if name.endswith(STALE)], "a deleted file shipped"
+        # nothing of the tests' folder: the smoke suite and the attacker are package data now
+        assert not [name for name in built.namelist() if "/_bundled/smoke/" in name or "/_bundled/attacker/" in name]
     venv.create(scratch / "env", with_pip=True)
     bin_dir = scratch / "env" / "bin"
     run(bin_dir / "pip", "install", "-q", f"{wheel}[dolfinx]", cwd=scratch)
@@ -51,9 +53,14 @@ def test_the_wheel_carries_what_a_run_needs(installed):
     where = run(installed / "python", "-c", "import pytest_pdebench.bundled as b; print(b.bundled('cases'))", cwd="/")
     cases = Path(where.stdout.strip())
     assert not cases.is_relative_to(REPO) and (cases / "suite.jsonl").is_file() and (cases / "schema.json").is_file()
-    for name in ("calibrations/dolfinx", "guides/DOLFINX_GUIDE.md", "submissions/oracle/dolfinx", "containers",
-                 "attacker/solver.py"):  # fmt: skip
+    for name in ("calibrations/dolfinx", "guides/DOLFINX_GUIDE.md", "submissions/oracle/dolfinx", "containers"):
         assert (cases.parent / name).exists(), name
+    # the package's own data, as in a checkout: the smoke suite with its parts, the builds' attacker
+    data = cases.parent.parent / "data"
+    assert (data / "attacker" / "solver.py").is_file() and (data / "smoke" / "starter.jsonl").is_file()
+    assert len(list((data / "smoke" / "references").glob("*.npz"))) == len(
+        list((REPO / "pytest_pdebench" / "data" / "smoke" / "references").glob("*.npz"))
+    )
 
 
 def test_an_installed_plugin_judges_a_folder_from_an_empty_folder(installed, tmp_path):
@@ -83,7 +90,7 @@ def test_the_installed_command_finds_the_bundled_cases_and_guides(installed, tmp
 
 
 def test_the_installed_command_runs_the_attacker_the_builds_keep_their_margin_from(installed, tmp_path):
-    """The wheel carries the ansatz-fit attacker (_bundled/attacker): live variants' parts and
+    """The wheel carries the ansatz-fit attacker (package data, data/attacker): live variants' parts and
     `pdebench attack-audit` keep its margin from an empty folder too (a toy record without a
     part: the attacker reaches its answer)."""
     cases = write_jsonl(tmp_path / "cases.jsonl", [record_dict()])

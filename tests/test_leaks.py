@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from pytest_pdebench import leaks, pdes
-from pytest_pdebench.authoring import mms
-from pytest_pdebench.authoring.starter import DESIGNS, build_record
-from pytest_pdebench.authoring.suite import SUITE_SIMPLIFY_LIMIT, suite_designs
+from pytest_pdebench.making import mms
+from pytest_pdebench.making.starter import DESIGNS, build_record
+from pytest_pdebench.making.suite import SUITE_SIMPLIFY_LIMIT, suite_designs
 from pytest_pdebench.boundaries import boundary_points, vanishing_function
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.domains import TEMPLATES, resolve_geometry
@@ -57,7 +57,7 @@ def test_edge_mask_marks_points_next_to_the_outside():
 
 def _legacy() -> CaseRecord:
     """heat_basic as it was built before issue 11 (its data not hidden, no data_revision)."""
-    from pytest_pdebench.authoring.starter import DESIGNS, build_record
+    from pytest_pdebench.making.starter import DESIGNS, build_record
 
     return build_record(next(d for d in DESIGNS if d.id == "heat_basic"), hide_solution=False)
 

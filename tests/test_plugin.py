@@ -305,10 +305,10 @@ def test_oracle_and_textbook_name_the_bundled_solver_folders(pytester, suite):
 
 
 def test_smoke_names_the_bundled_smoke_suite(pytester):
-    from pytest_pdebench.bundled import SMOKE, bundled, count_records
+    from pytest_pdebench.bundled import SMOKE_CASES, count_records
 
     result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-submissions={ORACLE}", "--pde-cases=smoke",
                                 "--pde-library=dolfinx", "--collect-only")  # fmt: skip
-    smoke = bundled(SMOKE[1])
+    smoke = SMOKE_CASES
     assert count_records(smoke) == 53
     result.stdout.fnmatch_lines([f"pdebench: cases {smoke.resolve()} (53 records)", "*53 tests collected*"])

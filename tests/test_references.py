@@ -81,7 +81,8 @@ def test_levels_that_leave_the_discretization_as_it_was_are_refused(tmp_path, mo
     """Three runs at one resolution give equal fields, which would pass for a flow the
     elements resolve exactly: 26 flow and 3-D Helmholtz references were kept that way
     (a default argument bound at import held every level at the anchor's mesh)."""
-    from pytest_pdebench.authoring import references, refinement
+    from pytest_pdebench.authoring import references
+    from pytest_pdebench.making import refinement
 
     def levels_ignored(oracle_dir, family, case_spec, arrays, level=1.0):
         return refinement.run_oracle(oracle_dir, family, case_spec, arrays, 1.0)
@@ -147,7 +148,7 @@ def test_calibration_tables_follow_the_papers_layout():
 
 @dolfinx
 def test_levels_refine_three_dimensional_meshes_too():
-    from pytest_pdebench.authoring.refinement import run_oracle
+    from pytest_pdebench.making.refinement import run_oracle
 
     record = CaseRecord.model_validate(record_dict("poisson_unit_cube"))
     spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
@@ -161,7 +162,7 @@ def test_levels_refine_a_wave_resolved_helmholtz_mesh_too():
     """At k = 5 on a unit cube the cells-per-wavelength floor (15, so 12 cells) binds at
     level 0.5 if it is not graded with the level: levels 0.5 and 1 were then one mesh with the
     anchor's grade, and the builder threw the case away (helmholtz_k5_unit_cube_noexact_009)."""
-    from pytest_pdebench.authoring.refinement import run_oracle
+    from pytest_pdebench.making.refinement import run_oracle
 
     data = record_dict("poisson_unit_cube")
     data["case_spec"]["pde"] = {"type": "helmholtz", "params": {"k": 5.0}, "forcing": {"value": "1"}}
@@ -179,7 +180,7 @@ def test_levels_are_taken_of_the_reference_grade_not_of_the_leaner_anchor():
     is back in place afterwards."""
     import importlib
 
-    from pytest_pdebench.authoring.refinement import run_oracle
+    from pytest_pdebench.making.refinement import run_oracle
 
     record = CaseRecord.model_validate(record_dict("stokes_lid_driven_cavity"))
     spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
@@ -195,7 +196,7 @@ def test_levels_are_taken_of_the_reference_grade_not_of_the_leaner_anchor():
 def test_a_slow_navier_stokes_flow_refines_with_the_level():
     """nu >= the oracle's SLOW_FLOW_NU runs on SLOW_FLOW_CELLS_PER_LENGTH: that constant is
     graded too (it was set but not scaled, so every level solved on one mesh)."""
-    from pytest_pdebench.authoring.refinement import run_oracle
+    from pytest_pdebench.making.refinement import run_oracle
 
     record = CaseRecord.model_validate(record_dict("navier_stokes_square"))  # nu = 0.1
     spec, arrays = record.case_spec_dict(), record.case_spec.output.arrays
@@ -209,7 +210,7 @@ def test_a_load_whose_solution_the_data_span_is_refused(tmp_path):
     """A Dirichlet eigenfunction as the load on the unit square: the solution is a multiple of
     it, which the ansatz-fit attacker finds with no solve; the build refuses the record (a
     Gaussian load on the L-shape it keeps, with the attacker's margin recorded)."""
-    from pytest_pdebench.authoring.attack import ATTACK_MARGIN, WITHIN, builds_attacker
+    from pytest_pdebench.making.attack import ATTACK_MARGIN, WITHIN, builds_attacker
 
     attacker = builds_attacker()
     record = CaseRecord.model_validate(record_dict("poisson_gaussian_source_l_shape"))

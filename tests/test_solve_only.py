@@ -1,5 +1,5 @@
 """The part of a manufactured solution only a solve recovers (issue 46,
-authoring/solve_only.py): built by the DOLFINx oracle, stored on the grid, added to the
+making/solve_only.py): built by the DOLFINx oracle, stored on the grid, added to the
 exact solution by the reference, checked by the static checks; the manufactured u the
 data's text can give then misses the solution by far."""
 
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from pytest_pdebench import text_leaks, validation
-from pytest_pdebench.authoring import solve_only
+from pytest_pdebench.authoring import parts
+from pytest_pdebench.making import solve_only
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.grid import EvalGrid, valid_mask
 from pytest_pdebench.metrics import relative_l2_error
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.fem, pytest.mark.slow]
 def baseline_error() -> float:
     """What the small record's calibration baseline (P1 on 64 cells per side) makes of it:
     its e_base, measured here as a calibration would."""
-    from pytest_pdebench.authoring.refinement import run_baseline
+    from pytest_pdebench.making.refinement import run_baseline
 
     record = small_record(e_base=1.0)
     spec = record.case_spec_dict()
@@ -178,13 +179,13 @@ def test_assembling_takes_the_part_and_keeps_what_the_record_gained_since(built,
     now.supported_libraries = ["dolfinx", "dealii"]
     cases = tmp_path / "cases.jsonl"
     write_case_file(cases, [now])
-    assert solve_only.assemble(cases, tmp_path, log=lambda _: None) == (1, [])
+    assert parts.assemble(cases, tmp_path, log=lambda _: None) == (1, [])
     [(_, assembled)] = list(iter_case_file(tmp_path / "suite.jsonl"))
     assert assembled.supported_libraries == ["dolfinx", "dealii"]
     assert assembled.evaluation_metadata.solve_only == record.evaluation_metadata.solve_only
     assert assembled.case_spec == record.case_spec
     write_case_file(cases, [CaseRecord.model_validate(record_dict(new_id="poisson_small", nx=21, ny=20))])
-    replaced, missing = solve_only.assemble(cases, tmp_path, log=lambda _: None)
+    replaced, missing = parts.assemble(cases, tmp_path, log=lambda _: None)
     assert (replaced, missing) == (0, ["poisson_small: built for another draw"])
 
 
@@ -205,7 +206,7 @@ def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
     discarded = tmp_path / "discarded.toml"
     discarded.write_text('[discarded]\n"old" = "why"\n')
     for _ in range(2):
-        solve_only.discard_without_part(cases, tmp_path, discarded, log=lambda _: None)
+        parts.discard_without_part(cases, tmp_path, discarded, log=lambda _: None)
     table = tomllib.loads(discarded.read_text())["discarded"]
     assert table == {"old": "why", "refused": 'no solve-only part: the "estimate" is over'}
 
@@ -222,7 +223,7 @@ def test_a_record_not_calibrated_on_dolfinx_waits_for_its_calibration(tmp_path):
     cases = tmp_path / "cases.jsonl"
     write_case_file(cases, [CaseRecord.model_validate(data)])
     said = []
-    assert solve_only.build_parts(cases, tmp_path / "out", ORACLE / "dolfinx", log=said.append) == (0, 0)
+    assert parts.build_parts(cases, tmp_path / "out", ORACLE / "dolfinx", log=said.append) == (0, 0)
     assert "no DOLFINx thresholds yet (calibrate them first): poisson_new" in said[0]
     assert not list((tmp_path / "out" / "parts").iterdir())
 
@@ -236,7 +237,7 @@ def test_a_part_the_attacker_comes_too_close_to_is_built_larger(built, tmp_path,
     the scale that margin lacks (the attacker's miss grows with the part), and the margin it
     then keeps is recorded with the build: against the looser of the record's tau_acc and the
     one its baseline's error with the part will bring once calibrated."""
-    from pytest_pdebench.authoring.attack import builds_attacker
+    from pytest_pdebench.making.attack import builds_attacker
 
     first, first_folder, first_outcome = built
     reached = _attacker_margin(first, first_folder)
@@ -255,7 +256,7 @@ def test_a_part_the_attacker_comes_too_close_to_is_built_larger(built, tmp_path,
 def test_a_part_the_attacker_stays_close_to_is_not_kept(tmp_path, monkeypatch, dolfinx_available):
     """Where no part within the share's bounds gets the attacker far enough, the record keeps
     none (build-suite then deals another) and is left as it was."""
-    from pytest_pdebench.authoring.attack import WITHIN, builds_attacker
+    from pytest_pdebench.making.attack import WITHIN, builds_attacker
 
     monkeypatch.setattr(solve_only, "ATTACK_MARGIN", 1e4)
     record = small_record()

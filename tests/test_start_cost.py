@@ -12,8 +12,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LIGHT_PLUGIN = {"pytest_pdebench", "pytest_pdebench.plugin", "pytest_pdebench.vocabulary"}
+# the options (shared_options: those the command shares) and the hooks other plugins implement
+LIGHT_PLUGIN = {"pytest_pdebench", "pytest_pdebench.plugin", "pytest_pdebench.vocabulary", "pytest_pdebench.shared_options",
+                "pytest_pdebench.hookspecs"}
 LIGHT_CLI = {"pytest_pdebench", "pytest_pdebench.cli", "pytest_pdebench.bundled", "pytest_pdebench.vocabulary",
+             "pytest_pdebench.shared_options",
              *(f"pytest_pdebench.cli.{group}" for group in ("common", "run", "suite", "calibrate", "audit"))}
 
 
@@ -73,7 +76,7 @@ def test_collecting_the_benchmark_imports_none_of_the_runs_modules(tmp_path):
     path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "-p", "loaded_probe", f"--pde-submissions={oracle}", "--pde-library=dolfinx",
-                           str(REPO / "tests" / "cases")],
+                           str(REPO / "pytest_pdebench" / "data" / "smoke")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": path})  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

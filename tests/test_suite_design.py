@@ -7,8 +7,8 @@ import collections
 
 import pytest
 
-from pytest_pdebench.authoring.starter import build_record, libraries_for
-from pytest_pdebench.authoring.suite import load_design, suite_designs
+from pytest_pdebench.making.starter import build_record, libraries_for
+from pytest_pdebench.making.suite import load_design, suite_designs
 from pytest_pdebench.validation import BUILT_LATER, static_problems
 
 TABLE_3A = {"poisson": 91, "helmholtz": 62, "biharmonic": 57, "linear_elasticity": 63, "heat": 50,

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from pytest_pdebench.authoring import variants
-from pytest_pdebench.authoring.suite import suite_designs
-from pytest_pdebench.authoring.variants import (
+from pytest_pdebench import live_variants as variants
+from pytest_pdebench.live_variants import variant
+from pytest_pdebench.making.suite import suite_designs
+from pytest_pdebench.making.variants import (
     KEPT_COEFFICIENTS,
     KEPT_GEOMETRY,
     LONGEST_INTEGER,
     drawn,
     record_digest,
-    variant,
 )
 from pytest_pdebench.cases import FAMILIES, CaseRecord, iter_case_file, load_cases
 from pytest_pdebench.expressions import parse_expression, x, y
@@ -234,7 +234,7 @@ def test_the_command_says_when_its_filters_leave_nothing(tmp_path):
 def with_part(tmp_path_factory, dolfinx_available):
     """The suite's first manufactured Poisson record with its solve-only part (the suite's own,
     beside its file; built here for a record that has none)."""
-    from pytest_pdebench.authoring import solve_only
+    from pytest_pdebench.making import solve_only
     from pytest_pdebench.testing import ORACLE
 
     record = first_manufactured("poisson").model_copy(deep=True)
@@ -274,7 +274,7 @@ def test_a_variant_of_a_record_with_a_part_gets_its_own_and_nothing_reads_it(wit
 def test_a_draw_that_carries_no_part_is_drawn_again(with_part, tmp_path, monkeypatch):
     """A seed's first draw the build refuses a part: the record is drawn again (another key
     from the seed, said in the variant), not left out; every draw refused leaves it out."""
-    from pytest_pdebench.authoring.solve_only import PartNotKept
+    from pytest_pdebench.live_variants import PartNotKept
 
     record, folder = with_part
     design = designs()[record.id]
@@ -302,7 +302,7 @@ def test_a_draw_that_carries_no_part_is_drawn_again(with_part, tmp_path, monkeyp
 
 @pytest.mark.fem
 def test_a_variant_whose_part_cannot_be_built_says_why(with_part, tmp_path):
-    from pytest_pdebench.authoring.variants import VariantError
+    from pytest_pdebench.live_variants import VariantError
 
     record, folder = with_part
     with pytest.raises(VariantError, match="solve-only part failed"):

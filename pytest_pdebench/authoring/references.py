@@ -33,9 +33,9 @@ from ..cases import CaseRecord, iter_case_file, load_cases, write_case_file
 from ..evaluation import load_verdict
 from ..fingerprints import case_fingerprint
 from ..grid import EvalGrid, valid_mask
+from ..making.attack import ATTACK_MARGIN, attack, builds_attacker, within_reason
+from ..making.refinement import run_oracle
 from ..metrics import relative_l2_error
-from .attack import ATTACK_MARGIN, attack, builds_attacker, within_reason
-from .refinement import run_oracle
 
 LEVELS = (0.5, 1.0, 2.0)
 MAX_BASE_ERROR = 0.05

@@ -49,13 +49,13 @@ from pydantic import ValidationError
 from ..cases import CaseRecord
 from ..domains import resolve_geometry
 from ..expressions import parse_expression
+from ..making import mms
+from ..making.hiding import Hiding
+from ..making.starter import DATA_REVISION
 from ..pdes import lap
 from ..validation import BUILT_LATER, static_problems
-from . import mms
 from .calibration_configs import setting_dict, upstream_setting
-from .hiding import Hiding
 from .rebuilds import rewrite_case_file
-from .starter import DATA_REVISION
 
 TAGS = {"all": "boundary", "x0": "x_min", "x1": "x_max", "y0": "y_min", "y1": "y_max", "z0": "z_min", "z1": "z_max"}
 MAGNITUDE_FIELDS = {
@@ -298,7 +298,7 @@ def hide_data(record):
     """A manufactured record whose data no longer give the answer away, as generated records
     (starter.build_record): a component added to a leaking solution, then the forcing,
     boundary and initial data derived again from the (possibly new) solution, then every
-    boundary condition's data hidden (authoring/hiding.py)."""
+    boundary condition's data hidden (making/hiding.py)."""
 
     case = record.model_dump(mode="json", exclude_none=True)
     spec, meta = case["case_spec"], case["evaluation_metadata"]

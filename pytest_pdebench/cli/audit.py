@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..shared_options import add_shared
 from ..vocabulary import FAMILIES
 from .common import (
     CASES_ARGUMENT,
@@ -31,12 +32,13 @@ def _leak_audit_command(commands) -> None:
         cases=CASES_ARGUMENT,
     )
     audit.add_argument("cases")
-    audit.add_argument("--library", default="dolfinx", help="whose tau_acc decides a pass")
+    add_shared(audit.add_argument, "", "library", default="dolfinx", more="whose tau_acc decides a pass")
     audit.add_argument("--format", default="simple")
 
 
 def _attack_audit(args) -> int:
-    from ..authoring.attack import ATTACK_MARGIN, attack_audit, attacker_path
+    from ..authoring.attack_audit import attack_audit
+    from ..making.attack import ATTACK_MARGIN, attacker_path
 
     solver = Path(args.solver) if args.solver else attacker_path()
     if not solver.is_file():

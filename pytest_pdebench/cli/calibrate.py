@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..shared_options import add_shared
 from .common import (
     CASES_OPTION,
     ORACLE,
@@ -50,11 +51,19 @@ def _calibrate_command(commands) -> None:
         cases=CASES_OPTION,
         oracle=ORACLE,
     )
-    calibrate.add_argument("--library", default="dolfinx")
-    calibrate.add_argument("--cases", default=shipped("cases"))
-    calibrate.add_argument("--oracle", default=shipped("submissions/oracle"))
-    calibrate.add_argument("--calibrations", default="calibrations")
-    calibrate.add_argument("--runs", type=int, default=3, help="timed runs averaged into t_base (default 3)")
+    add_shared(calibrate.add_argument, "", "library", default="dolfinx")
+    add_shared(
+        calibrate.add_argument, "", "cases", default=shipped("cases"), said="cases/ here, else the bundled suite"
+    )
+    add_shared(
+        calibrate.add_argument,
+        "",
+        "oracle",
+        default=shipped("submissions/oracle"),
+        said="submissions/oracle here, else the bundled oracle",
+    )
+    add_shared(calibrate.add_argument, "", "calibrations", default="calibrations")
+    add_shared(calibrate.add_argument, "", "runs", default=3, more="into t_base")
     calibrate.add_argument(
         "--cluster",
         metavar="ADDRESS",
@@ -80,9 +89,9 @@ def _materialize_command(commands) -> None:
         _materialize,
         cases=CASES_OPTION,
     )
-    materialize.add_argument("--library", default="dolfinx")
-    materialize.add_argument("--cases", default="cases")
-    materialize.add_argument("--calibrations", default="calibrations")
+    add_shared(materialize.add_argument, "", "library", default="dolfinx")
+    add_shared(materialize.add_argument, "", "cases", default="cases")
+    add_shared(materialize.add_argument, "", "calibrations", default="calibrations")
     materialize.add_argument(
         "--machine", help="the machine class whose calibration file to write (default: this machine's)"
     )
@@ -107,9 +116,15 @@ def _calibration_summary_command(commands) -> None:
         _calibration_summary,
         cases=CASES_OPTION,
     )
-    summary.add_argument("--library", default="dolfinx")
-    summary.add_argument("--cases", default=shipped("cases"))
-    summary.add_argument("--calibrations", default=shipped("calibrations"))
+    add_shared(summary.add_argument, "", "library", default="dolfinx")
+    add_shared(summary.add_argument, "", "cases", default=shipped("cases"), said="cases/ here, else the bundled suite")
+    add_shared(
+        summary.add_argument,
+        "",
+        "calibrations",
+        default=shipped("calibrations"),
+        said="calibrations/ here, else the bundled ones",
+    )
     summary.add_argument("--format", default="simple")
 
 
@@ -155,10 +170,18 @@ def _reference_agreement_command(commands) -> None:
         _reference_agreement,
         cases=CASES_OPTION,
     )
-    agreement.add_argument("--library", default="dolfinx")
-    agreement.add_argument("--cases", default=shipped("cases"))
-    agreement.add_argument("--oracle", default=shipped("submissions/oracle"))
-    agreement.add_argument("--calibrations", default="calibrations")
+    add_shared(agreement.add_argument, "", "library", default="dolfinx")
+    add_shared(
+        agreement.add_argument, "", "cases", default=shipped("cases"), said="cases/ here, else the bundled suite"
+    )
+    add_shared(
+        agreement.add_argument,
+        "",
+        "oracle",
+        default=shipped("submissions/oracle"),
+        said="submissions/oracle here, else the bundled oracle",
+    )
+    add_shared(agreement.add_argument, "", "calibrations", default="calibrations")
     agreement.add_argument(
         "--output", default="reports/calibration/strong", help="the runs' audit folders (finished items are reused)"
     )

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..bundled import case_source
+from ..shared_options import add_shared
 from .common import (
     CASES_OPTION,
     GUIDES,
@@ -68,7 +69,7 @@ def _cases_command(commands) -> None:
         _cases,
         cases=CASES_OPTION,
     )
-    listing.add_argument("--cases", help="a case file or folder instead")
+    add_shared(listing.add_argument, "", "cases", more="instead of the run's default")
     for name, what in (("family", "FAMILY"), ("domain", "DOMAIN"), ("library", "LIBRARY")):
         listing.add_argument(f"--{name}", action="append", metavar=what, help=f"only this {name} (repeatable)")
     listing.add_argument(
@@ -253,8 +254,8 @@ def _prompt_command(commands) -> None:
         commands, "prompt", "print the prompt a model gets for a case", _prompt, cases=CASES_OPTION, guides=GUIDES
     )
     prompt.add_argument("case_id")
-    prompt.add_argument("--library", default="dolfinx")
-    prompt.add_argument("--cases", default=shipped("cases"))
+    add_shared(prompt.add_argument, "", "library", default="dolfinx")
+    add_shared(prompt.add_argument, "", "cases", default=shipped("cases"), said="cases/ here, else the bundled suite")
     prompt.add_argument("--guides", default=shipped("guides"))
     prompt.add_argument("--template", action="store_true", help="the template-guided prompt (with a scaffold)")
 
@@ -278,8 +279,8 @@ def _prompt_cost_command(commands) -> None:
         cases=CASES_OPTION,
         guides=GUIDES,
     )
-    cost.add_argument("--library", action="append", help="only these tracks (repeatable)")
-    cost.add_argument("--cases", default=shipped("cases"))
+    add_shared(cost.add_argument, "", "library", action="append", more="only these tracks (repeatable)")
+    add_shared(cost.add_argument, "", "cases", default=shipped("cases"), said="cases/ here, else the bundled suite")
     cost.add_argument("--guides", default=shipped("guides"))
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..bundled import UPSTREAM_FILE, case_source
+from ..shared_options import add_shared
 from ..vocabulary import FAMILIES
 from .common import (
     CASE_FILE,
@@ -53,7 +54,7 @@ def _schema_command(commands) -> None:
 def _build_starter(args) -> int:
     from ..authoring.calibration_configs import attach, read_distribution
     from ..authoring.rebuilds import rewrite_case_file
-    from ..authoring.starter import starter_records
+    from ..making.starter import starter_records
 
     path = Path(args.output)
     pools = read_distribution(Path(args.upstream))  # before the build (half a minute): a missing file stops here
@@ -67,10 +68,10 @@ def _build_starter_command(commands) -> None:
     starter = command(
         commands,
         "build-starter",
-        "derive the starter cases (tests/cases/starter.jsonl, the smoke suite) with sympy",
+        "derive the starter cases (the smoke suite, pytest_pdebench/data/smoke/starter.jsonl) with sympy",
         _build_starter,
     )
-    starter.add_argument("--output", default="tests/cases/starter.jsonl")
+    starter.add_argument("--output", default="pytest_pdebench/data/smoke/starter.jsonl")
     starter.add_argument("--upstream", default=str(UPSTREAM_FILE))
 
 
@@ -107,7 +108,7 @@ def _import_upstream_command(commands) -> None:
 def _build_suite(args) -> int:
     from ..authoring.calibration_configs import attach, read_distribution
     from ..authoring.rebuilds import rewrite_case_file
-    from ..authoring.suite import suite_records
+    from ..making.suite import suite_records
 
     def progress(index, total, case_id):
         if index % 25 == 0 or index == total:
@@ -122,7 +123,7 @@ def _build_suite(args) -> int:
 
 
 def _build_suite_command(commands) -> None:
-    suite = command(commands, "build-suite", "the full suite from authoring/design_matrix.toml", _build_suite)
+    suite = command(commands, "build-suite", "the full suite from making/design_matrix.toml", _build_suite)
     suite.add_argument(
         "--output", default="cases/suite.jsonl", help="where to write (built fields of existing records are kept)"
     )
@@ -157,7 +158,7 @@ def _build_references_command(commands) -> None:
 
 
 def _build_solve_only(args) -> int:
-    from ..authoring.solve_only import assemble, build_parts, discard_without_part
+    from ..authoring.parts import assemble, build_parts, discard_without_part
 
     out = Path(args.out)
     if not args.assemble:
@@ -183,7 +184,8 @@ def _build_solve_only(args) -> int:
 
 def _under_margin(audit: str) -> set[str]:
     """The records an attack-audit file (``--out``) found under ATTACK_MARGIN."""
-    from ..authoring.attack import ATTACK_MARGIN, read_attacks
+    from ..authoring.attack_audit import read_attacks
+    from ..making.attack import ATTACK_MARGIN
 
     rows = read_attacks(Path(audit))
     if not rows:
@@ -262,7 +264,7 @@ def _calibration_configs_command(commands) -> None:
         help="with --coarsen: change that library's setting "
         "only (its strong oracle is weaker than the others'; the source says 'for LIBRARY')",
     )
-    configs.add_argument("--calibrations", default="calibrations")
+    add_shared(configs.add_argument, "", "calibrations", default="calibrations")
     configs.add_argument("--family", action="append", help="only the records of this family (repeatable)")
 
 

@@ -34,11 +34,27 @@ __all__ = [
     "thread_env",
     "detect_runtime",
     "get_track",
+    "use_tracks",
 ]
 
 
+_replaced: dict[str, Track] = {}  # by plugins (hookspecs.pytest_pdebench_add_tracks)
+
+
 def _tracks() -> dict[str, Track]:
-    return {track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}
+    return {**{track.name: track for track in (DolfinxTrack(), FiredrakeTrack(), DealiiTrack())}, **_replaced}
+
+
+def use_tracks(tracks: dict[str, Track]) -> None:
+    """Tracks a plugin gives for the cases' libraries, in place of the built-in ones; raises
+    ValueError for another name (a case names only the three)."""
+    built_in = _tracks()
+    unknown = sorted(set(tracks) - set(built_in))
+    if unknown:
+        raise ValueError(f"a plugin gives a track for {', '.join(unknown)}: the cases name only {', '.join(built_in)}")
+    _replaced.update(tracks)
+    get_track.cache_clear()
+    _detect_runtime.cache_clear()
 
 
 @functools.cache

@@ -20,6 +20,8 @@ zygote, ``local`` (no sandbox), ``docker_backend``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .base import HARNESS_DIR, RUNNER, Backend
 from .bubblewrap import BWRAP_INSTALL_HINT, BubblewrapBackend
 from .local import UnsandboxedBackend
@@ -40,6 +42,8 @@ __all__ = [
     "UnsandboxedBackend",
     "WarmSpec",
     "abort_live_runs",
+    "add_backends",
+    "backend_names",
     "get_backend",
     "live_run",
     "owned_by",
@@ -53,10 +57,23 @@ def _docker_backend() -> Backend:
 
 
 BACKENDS = {"bubblewrap": BubblewrapBackend, "docker": _docker_backend, "none": UnsandboxedBackend}
+_added: dict[str, Callable[[], Backend]] = {}  # by plugins (hookspecs.pytest_pdebench_add_backends)
+
+
+def add_backends(backends: dict[str, Callable[[], Backend]]) -> None:
+    """Backends a plugin adds, by name; a built-in name cannot be taken (raises ValueError)."""
+    taken = sorted(set(backends) & set(BACKENDS))
+    if taken:
+        raise ValueError(f"a plugin adds a sandbox backend named {', '.join(taken)}: a built-in name; give it another")
+    _added.update(backends)
+
+
+def backend_names() -> list[str]:
+    return [*BACKENDS, *_added]
 
 
 def get_backend(name: str) -> Backend:
-    try:
-        return BACKENDS[name]()
-    except KeyError:
-        raise ValueError(f"unknown sandbox {name!r}; choose one of {', '.join(BACKENDS)}") from None
+    factory = BACKENDS.get(name) or _added.get(name)
+    if factory is None:
+        raise ValueError(f"unknown sandbox {name!r}; choose one of {', '.join(backend_names())}")
+    return factory()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from ..bundled import SMOKE_CASES
 from ..calibration import KERNEL_STORE
 from ..fingerprints import case_fingerprint
 from ..machine import machine_key
@@ -39,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 # beside it; PDEBENCH_UPSTREAM points elsewhere
 UPSTREAM = Path(os.environ.get("PDEBENCH_UPSTREAM", REPO.parent / "shared" / "upstream" / "benchmark_v2.jsonl"))
 ORACLE = REPO / "submissions" / "oracle"
-STARTER = REPO / "tests" / "cases"  # the 53-case smoke suite (the shipped suite is cases/)
+STARTER = SMOKE_CASES  # the 53-case smoke suite (the shipped suite is cases/)
 
 # ---- Toy solvers ----
 
@@ -149,7 +150,7 @@ def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **gri
     # part's term again
     part = data["evaluation_metadata"].pop("solve_only", None)
     if part:
-        from ..authoring.solve_only import forcing_without_part
+        from ..making.solve_only import forcing_without_part
 
         forcing = data["case_spec"]["pde"]["forcing"]
         forcing["value"] = forcing_without_part(forcing["value"], part["forcing"])
@@ -422,10 +423,10 @@ def json_report(path, verdicts, machine="m-2cpu", sandbox="bubblewrap"):
 
 
 def ansatz_fit_error(record, case_dir: Path, library: str = "dolfinx") -> float:
-    """The relative L2 error of the ansatz-fit attacker (tests/data/dishonest/ansatz_fit: a
+    """The relative L2 error of the ansatz-fit attacker (data/attacker in the package: a
     least-squares fit in the span of the data's functions, no mesh) on the agent's view of
-    RECORD, against the record's reference (authoring/attack.py, as `pdebench attack-audit`)."""
-    from ..authoring.attack import attack, load_attacker
+    RECORD, against the record's reference (making/attack.py, as `pdebench attack-audit`)."""
+    from ..making.attack import attack, load_attacker
 
     result = attack(
         load_attacker(),

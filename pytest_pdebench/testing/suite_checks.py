@@ -103,7 +103,7 @@ def boundary_data_problems(record) -> list[str]:
 
 
 def suite_digest() -> str:
-    """Of every file under cases/ and tests/cases/ and of the checks' code (its syntax tree
+    """Of every file under cases/ and the smoke suite (data/smoke/) and of the checks' code (its syntax tree
     without docstrings: a comment or a docstring edited does not call for a check again)."""
     package = REPO / "pytest_pdebench"
     digest = hashlib.sha256()

@@ -44,7 +44,6 @@ import json
 import math
 import os
 import time
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -82,7 +81,7 @@ LEVELS = (0.5, 1.0, 2.0)
 # to 8 x the reference grade: a 2-D solve of seconds; cd_high_pe_l_shape_025 kept only there)
 FINER_LEVELS = ((1.0, 2.0, 4.0), (2.0, 4.0, 8.0))
 NONLINEAR = ("burgers", "navier_stokes")
-# the ansatz-fit attacker (authoring/attack.py) on the built record: a part it comes within
+# the ansatz-fit attacker (making/attack.py) on the built record: a part it comes within
 # ATTACK_MARGIN x tau_acc of is built again, larger by what that margin lacks (its miss grows
 # about as the part: the fit of u_m stays, the part's share of what it cannot fit grows), aimed
 # ATTACK_AIM over; at most ATTACK_TRIES times, and no larger than ATTACK_MAX_SHARE of u_m
@@ -559,78 +558,7 @@ def _field_values(field, record: CaseRecord) -> np.ndarray:
     return np.stack([evaluate(expression_to_string(c), grid.points(), 0.0).reshape(grid.shape) for c in columns], -1)
 
 
-# ---- the whole suite: one file per record (resumable, two processes side by side), then one case file ----
-
-
-def build_parts(
-    cases: Path,
-    out: Path,
-    oracle_dir: Path,
-    families: list[str] | None = None,
-    shard=(0, 1),
-    log=print,
-    retry: bool = False,
-    again: Collection[str] = (),
-) -> tuple[int, int]:
-    """``pdebench build-solve-only CASES --out OUT``: the solve-only part of every manufactured
-    record of CASES (only ``families`` when given; shard ``(i, n)`` takes every n-th from the
-    i-th), each into ``OUT/parts/<id>.json`` (the updated record, or why it was not kept)
-    and ``OUT/references/``. A record with a part file already is skipped, so an interrupted
-    build resumes; ``assemble`` writes the case file. The records named in ``again`` have
-    their part taken off and built anew. Every build keeps the bundled attacker
-    ATTACK_MARGIN x tau_acc away (``build_part``). Returns (kept, tried)."""
-    from ..cases import iter_case_file
-    from .attack import builds_attacker
-
-    parts = Path(out) / "parts"
-    parts.mkdir(parents=True, exist_ok=True)
-    records = (without_part(record) if record.id in again else record for _, record in iter_case_file(Path(cases)))
-    manufactured = [
-        record
-        for record in records
-        if record.evaluation_metadata.construction_method == "manufactured_solution"
-        and record.evaluation_metadata.solve_only is None
-        and (not families or record.family in families)
-    ]
-    # the share is priced with the record's DOLFINx baseline: a record not calibrated yet waits
-    uncalibrated = [record.id for record in manufactured if "dolfinx" not in record.evaluation_metadata.thresholds]
-    if uncalibrated:
-        log(
-            f"{len(uncalibrated)} records have no DOLFINx thresholds yet (calibrate them first): "
-            + ", ".join(uncalibrated)
-        )
-    candidates = [record for record in manufactured if record.id not in uncalibrated][
-        shard[0] :: shard[1]
-    ]  # the shard before what is built: two processes never share a record
-    todo = [record for record in candidates if retry_it(parts / f"{record.id}.json", retry)]
-    log(f"{len(todo)} records to build")
-    attacker = builds_attacker(log) if todo else None
-    kept = 0
-    for index, record in enumerate(todo, start=1):
-        outcome = build_part(record, Path(out), oracle_dir, attacker)
-        kept += outcome.kept
-        _write_entry(parts / f"{record.id}.json", record, outcome)
-        log(
-            f"[{index}/{len(todo)}] {record.id}: {outcome.reason}, share {outcome.share or 0:.3g}, "
-            f"reference error {outcome.reference_error or 0:.2g}, attacker margin "
-            f"{'-' if outcome.attack_margin is None else format(outcome.attack_margin, '.2f')}, {outcome.seconds:.0f} s"
-        )
-    return kept, len(todo)
-
-
-def without_part(record: CaseRecord) -> CaseRecord:
-    """The record as generated: its part's forcing term taken off, no part."""
-    part = record.evaluation_metadata.solve_only
-    if part is None:
-        return record
-    data = record.case_spec_dict()
-    data["pde"]["forcing"]["value"] = forcing_without_part(data["pde"]["forcing"]["value"], part.forcing)
-    meta = record.evaluation_metadata.model_copy(update={"solve_only": None})
-    spec = type(record.case_spec).model_validate(data)
-    return record.model_copy(update={"case_spec": spec, "evaluation_metadata": meta})
-
-
-def _write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> None:
+def write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> None:
     """A part file: whether the part was kept, why, how long it took, and the record as built."""
     entry: dict = {"kept": outcome.kept, "reason": outcome.reason, "seconds": round(outcome.seconds, 1)}
     if outcome.kept:
@@ -640,118 +568,7 @@ def _write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> N
     os.replace(temporary, path)
 
 
-def retry_it(part: Path, retry: bool) -> bool:
-    """Whether to build a record: it has no part file yet, or (``retry``) one that kept nothing."""
-    return not part.exists() or (retry and not json.loads(part.read_text())["kept"])
-
-
-def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
-    """``OUT/suite.jsonl``: CASES with each record that has a kept part replaced by its built
-    form (the rest as they were); the references beside it are OUT's. Returns (replaced,
-    the manufactured records without a part, with their reasons)."""
-    from ..cases import iter_case_file, write_case_file
-    from .rebuilds import same_case
-
-    parts = Path(out) / "parts"
-    records, missing = [], []
-    replaced = 0
-    for _, record in iter_case_file(Path(cases)):
-        part = parts / f"{record.id}.json"
-        entry = json.loads(part.read_text()) if part.exists() else None
-        if entry and entry["kept"] and same_case(built := CaseRecord.model_validate(entry["record"]), record):
-            # the part and the forcing that drives it; the rest (libraries, settings, thresholds)
-            # as the record has it now: a regenerated suite may have dealt it another library
-            meta = record.evaluation_metadata.model_copy(update={"solve_only": built.evaluation_metadata.solve_only})
-            record = record.model_copy(update={"case_spec": built.case_spec, "evaluation_metadata": meta})
-            replaced += 1
-        elif record.evaluation_metadata.construction_method == "manufactured_solution" and (
-            record.evaluation_metadata.solve_only is None
-        ):
-            why = "not built" if not entry else entry["reason"] if not entry["kept"] else "built for another draw"
-            missing.append(f"{record.id}: {why}")
-        records.append(record)
-    write_case_file(Path(out) / "suite.jsonl", records)
-    log(f"{Path(out) / 'suite.jsonl'}: {replaced} records with a solve-only part, {len(missing)} manufactured without")
-    return replaced, missing
-
-
-def discard_without_part(cases: Path, out: Path, discarded: Path | None = None, log=print) -> list[str]:
-    """``--discard``: the manufactured records of CASES whose build kept no part (the
-    oracle's own failures aside: another try may do) join the suite generator's discarded
-    candidates with why, so that ``pdebench build-suite`` deals the family's next
-    combination in their place. Returns the ids added."""
-    import tomllib
-
-    from ..cases import iter_case_file
-    from .suite import DISCARDED_FILE
-
-    path = Path(discarded or DISCARDED_FILE)
-    with open(path, "rb") as handle:
-        known = tomllib.load(handle).get("discarded", {})
-    added = []
-    for _, record in iter_case_file(Path(cases)):
-        part = Path(out) / "parts" / f"{record.id}.json"
-        entry = json.loads(part.read_text()) if part.is_file() else None
-        if entry and not entry["kept"] and not entry["reason"].startswith(ORACLE_FAILED) and record.id not in known:
-            added.append(record.id)
-            with open(path, "a", encoding="utf-8") as handle:  # one TOML line each: a JSON string is a TOML one
-                handle.write(f"{json.dumps(record.id)} = {json.dumps('no solve-only part: ' + entry['reason'])}\n")
-    log(f"{path}: {len(added)} records discarded (no solve-only part)")
-    return added
-
-
-# ---- a live variant's own part (authoring/variants.py): built once per (record, seed), in a child ----
-
-
-class SolveOnlyError(Exception):
-    """A variant whose solve-only part could not be built or kept; the message says why."""
-
-
-class PartNotKept(SolveOnlyError):
-    """The part was built, but the variant's drawn data cannot carry it (the build's rule
-    refused it: ``reason`` says why). A property of that draw, not a fault of the run."""
-
-    def __init__(self, reason: str):
-        super().__init__(f"no solve-only part: {reason}")
-        self.reason = reason
-
-
-def variant_part(varied: CaseRecord, published: CaseRecord, folder: Path, oracle_dir: Path) -> CaseRecord:
-    """VARIED (a variant of PUBLISHED, which has a part) with a part of its own, built into
-    FOLDER by a child process (DOLFINx stays out of the harness's process) and kept there:
-    a later call reads it back. The share is priced with the published record's thresholds
-    (the variant's own come later, from its paired baseline); the part's path in the record
-    is absolute. Raises PartNotKept where the build refused the part, SolveOnlyError
-    where it could not run."""
-    import fcntl
-    import subprocess
-    import sys
-
-    folder.mkdir(parents=True, exist_ok=True)
-    entry_path = folder / "part.json"
-    with open(folder / ".lock", "w") as lock:  # two workers may draw the same variant (two tracks)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not entry_path.is_file():
-            meta = varied.evaluation_metadata.model_copy(
-                update={"thresholds": published.evaluation_metadata.thresholds}
-            )
-            (folder / "record.json").write_text(
-                varied.model_copy(update={"evaluation_metadata": meta}).model_dump_json(exclude_none=True)
-            )
-            command = [sys.executable, "-m", "pytest_pdebench.authoring.solve_only", str(folder), str(oracle_dir)]
-            done = subprocess.run(command, capture_output=True, text=True)
-            if done.returncode != 0 or not entry_path.is_file():
-                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                raise SolveOnlyError(f"the build of its solve-only part failed (DOLFINx needed): {last[:300]}")
-    entry = json.loads(entry_path.read_text())
-    if not entry["kept"]:
-        raise PartNotKept(entry["reason"])
-    built = CaseRecord.model_validate(entry["record"])
-    part = built.evaluation_metadata.solve_only
-    assert part is not None  # kept: the build wrote it
-    part.path = str((folder / part.path).resolve())
-    built.evaluation_metadata.thresholds = {}  # as the variant had them: paired baselines give its own
-    return built
+# ---- the child a live variant's part is built in (live_variants.variant_part) ----
 
 
 def _build_one(folder: Path, oracle_dir: Path) -> None:
@@ -762,7 +579,7 @@ def _build_one(folder: Path, oracle_dir: Path) -> None:
     outcome = build_part(record, folder, oracle_dir, builds_attacker())
     if outcome.reason.startswith(ORACLE_FAILED):  # not kept as the record's answer: another try may do
         raise SystemExit(outcome.reason)
-    _write_entry(folder / "part.json", record, outcome)
+    write_entry(folder / "part.json", record, outcome)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import sympy as sp
 
 from ..expressions import expression_to_string, parse_expression, t, x, y
 from . import mms
-from .starter import Design, build_record
+from .designs import Design
+from .starter import build_record
 
 DESIGN_FILE = Path(__file__).with_name("design_matrix.toml")
 DISCARDED_FILE = Path(__file__).with_name("discarded.toml")  # candidates that failed their checks
