@@ -47,6 +47,10 @@ class Segment:
             return (y - _number(ay)) * _number(math.copysign(1, ax - bx))
         return _number((bx - ax) / length) * (y - _number(ay)) - _number((by - ay) / length) * (x - _number(ax))
 
+    @property
+    def length(self) -> float:
+        return math.hypot(self.b[0] - self.a[0], self.b[1] - self.a[1])
+
     def sample(self, s: np.ndarray) -> np.ndarray:
         a, b = np.asarray(self.a), np.asarray(self.b)
         return a[None] + s[:, None] * (b - a)[None]
@@ -72,6 +76,10 @@ class Arc:
         return (
             ((x - _number(cx)) ** 2 + (y - _number(cy)) ** 2 - _number(self.radius) ** 2) / _number(self.radius)
         ) ** 2
+
+    @property
+    def length(self) -> float:
+        return self.radius * (self.stop - self.start)
 
     def sample(self, s: np.ndarray) -> np.ndarray:
         angle = self.start + s * (self.stop - self.start)
@@ -193,13 +201,15 @@ def vanishing_function(geometry: Geometry, tags) -> sp.Expr:
     return sp.Mul(*factors)
 
 
-def boundary_points(geometry: Geometry, tag: str, n: int = 40) -> np.ndarray:
+def boundary_points(geometry: Geometry, tag: str, n: int = 40, spacing: float | None = None) -> np.ndarray:
     """Points on the true boundary parts under ``tag`` (those of its pieces that are not
-    inside the domain: a union's inner segments are dropped)."""
+    inside the domain: a union's inner segments are dropped): ``n`` on each piece, or with
+    ``spacing`` (2-D) one per that length along each piece."""
     out = []
     step = 1e-6 * geometry.size
     for piece in _selected(geometry, tag):
-        s = np.linspace(0.0, 1.0, n + 2)[1:-1]
+        count = n if spacing is None else max(2, math.ceil(piece.length / spacing))
+        s = np.linspace(0.0, 1.0, count + 2)[1:-1]
         points, normal = piece.sample(s)[:, : geometry.dim], piece.normal(s)[:, : geometry.dim]
         inside_plus, inside_minus = geometry.mask(points + step * normal), geometry.mask(points - step * normal)
         out.append(points[inside_plus != inside_minus])

@@ -52,7 +52,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from . import gates
+from . import gates, pictures
 from .baselines import BaselineFailure
 from .cases import CaseRecord, agent_view
 from .execution import RunTask, execute
@@ -239,6 +239,8 @@ def _judged(
     except Exception as exc:  # noqa: BLE001 - whatever the outputs make judging raise, the item keeps a verdict
         verdict.outcome = "F-Exec"
         verdict.reason = f"the outputs could not be judged ({type(exc).__name__}: {str(exc)[:200]})"
+    if pictures.wanted(settings.pictures, verdict.outcome):
+        verdict.pictures = judge.draw(item_dir)
     if baseline.beside is not None and verdict.stored is not None:  # the same runs under the stored thresholds
         verdict.stored["outcome"] = gates.outcome_under(
             verdict.outcome,

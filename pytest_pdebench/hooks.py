@@ -133,6 +133,23 @@ def pytest_json_runtest_metadata(item, call):
         return {case_items.ITEM_KEY: case} if case else None
 
 
+def _unfinished_as_interrupted(json_report: dict) -> list[str]:
+    """The tests the interrupt stopped mid-way: pytest-json-report calls a test "passed" once
+    its setup passed, and an interrupted call leaves no report, so such a test would read as
+    passed without a verdict. Their outcome becomes "interrupted" (summary counts too)."""
+    running = [
+        test for test in json_report.get("tests") or [] if "call" not in test and test.get("outcome") == "passed"
+    ]
+    summary = json_report.get("summary") or {}
+    for test in running:
+        test["outcome"] = "interrupted"
+        summary["passed"] = summary.get("passed", 1) - 1
+        summary["interrupted"] = summary.get("interrupted", 0) + 1
+    if summary.get("passed") == 0:
+        del summary["passed"]
+    return [test["nodeid"] for test in running]
+
+
 def _crash_line(report) -> str | None:
     """The one line pytest shows for a failure (xdist: "worker 'gw0' crashed ...")."""
     crash = getattr(report.longrepr, "reprcrash", None)
@@ -199,11 +216,18 @@ class _Recorder:
                 self.verdicts.append(stand_in)
                 self.counted.add(report.nodeid)
 
+    def report_metadata(self) -> dict:
+        """The session's metadata, the items not run and, when it was cut short, how far it got."""
+        meta = {**self.run.session_metadata(), "not_run": self.not_run}
+        if self.interrupted:
+            meta["interrupted"] = {"judged": self.judged, "selected": self.selected}
+        return meta
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report):
-        json_report["pde"] = {**self.run.session_metadata(), "not_run": self.not_run}
+        json_report["pde"] = self.report_metadata()
         if self.interrupted:
-            json_report["pde"]["interrupted"] = {"judged": self.judged, "selected": self.selected}
+            json_report["pde"]["interrupted"]["running"] = _unfinished_as_interrupted(json_report)
 
     def pytest_sessionfinish(self, session):
         if self.run.mode == "calibration":
@@ -266,7 +290,7 @@ class _Recorder:
             from .analysis.render import report_of_session
 
             terminalreporter.write_line(
-                report_of_session(self.verdicts, self.run.session_metadata(), Path(config.getoption("pde_report")))
+                report_of_session(self.verdicts, self.report_metadata(), Path(config.getoption("pde_report")))
             )
         terminalreporter.write_line(f"artifacts: {self.run.settings.output_dir}")
         if cut_short:  # once more at the end, where a person looks

@@ -14,8 +14,9 @@ from typing import cast
 
 import numpy as np
 
-from . import gates, metrics
+from . import error_regions, gates, metrics, pictures
 from .baselines import Against
+from .domains import resolve_geometry
 from .execution import Execution
 from .grid import EvalGrid, valid_mask
 from .plan import ItemPlan
@@ -50,6 +51,7 @@ class Judge:
         self.record, self.case_dir, self.baseline = plan.record, plan.case_dir, plan.baseline
         self.verdict, self.settings = verdict, settings
         self.gated: ResolvedThresholds | None = None  # the accuracy gate's (after_gated_run, once)
+        self.gated_solution: np.ndarray | None = None  # the gated run's, once its outputs are read
         self.asked = False
 
     def _after_gated_run(self, done: Execution) -> ResolvedThresholds | None:
@@ -65,7 +67,8 @@ class Judge:
     def prepare(self) -> None:
         spec = self.record.case_spec_dict()
         self.grid = EvalGrid.from_spec(spec["eval_grid"])
-        self.valid = valid_mask(spec, self.grid)
+        self.geometry = resolve_geometry(spec["domain"])
+        self.valid = valid_mask(spec, self.grid, self.geometry)
         self.reference = reference_fields(self.record, self.grid, self.case_dir)
         self.against = Against(
             self.record,
@@ -76,6 +79,30 @@ class Judge:
             self.reference,
             self.settings.alphas,
         )
+
+    def draw(self, item_dir: Path) -> list[str]:
+        """fields.png of the gated run's solution (pictures.py): its file name, or nothing when
+        the run left no solution to draw. A picture never changes a verdict: a failure to draw
+        is a line in pictures.log."""
+        if self.gated_solution is None:
+            return []
+        verdict = self.verdict
+        title = f"{verdict.case_id} [{verdict.library}]: {verdict.outcome} {verdict.reason[:90]}"
+        try:
+            drawn = pictures.draw_fields(
+                item_dir / pictures.FIELDS_FILE,
+                self.gated_solution,
+                self.reference,
+                self.valid,
+                self.grid,
+                self.geometry,
+                self.record.case_spec.output.arrays,
+                title,
+            )
+        except Exception as exc:  # noqa: BLE001 - a picture is an aid, never a verdict
+            (item_dir / "pictures.log").write_text(f"fields.png not drawn: {type(exc).__name__}: {exc}\n")
+            return []
+        return [drawn.name]
 
     def worth_timing(self, done: Execution) -> bool:
         """Whether the gated run earns timed runs: gates 1 and 2 pass, or the accuracy gate
@@ -206,14 +233,20 @@ class Judge:
         verdict.error = metrics.relative_l2_error(solution, self.reference, valid)
         for key, value in metrics.diagnostics(solution, self.reference, valid).items():
             setattr(verdict, key, value)
+        verdict.errors_by_region = error_regions.where_wrong(
+            self.record.case_spec_dict(), self.geometry, self.grid, valid, solution, self.reference
+        )
         if thresholds is None:
             return None
         try:
             gates.accuracy_gate(verdict.error, thresholds.tau_acc)
-        except gates.GateFailure as failure:
+        except gates.GateFailure as missed:
+            # the reason says where the error sits (each boundary piece's band, the interior)
+            where = error_regions.where_largest(verdict.errors_by_region)
+            said = gates.GateFailure(missed.outcome, f"{missed.reason}; {where}" if where else missed.reason)
             # timed all the same when a looser alpha_acc of the sensitivity grid would accept
             # it: the report re-gates from stored numbers (costs the timed runs of near misses)
             if not thresholds.accurate_under_some_sensitivity_alpha(verdict.error):
-                raise
-            return failure
+                raise said from None
+            return said
         return None

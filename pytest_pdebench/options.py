@@ -78,6 +78,7 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
         alphas=alphas,
         images=_image_overrides(opt.pde_image),
         runner=opt.pde_runner,
+        pictures=opt.pde_pictures,
         baseline=baseline,
         oracle_dir=_oracle_dir(opt, rootdir),
         variant_seed=opt.pde_variants,

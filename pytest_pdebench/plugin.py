@@ -65,6 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "from it; 'cold': a fresh interpreter per run (as the docker sandbox always does)",
     )
     group.addoption(
+        "--pde-pictures",
+        choices=("failed", "all", "none"),
+        default="failed",
+        help="fields.png in an item's audit folder (solution, reference, pointwise error, the boundary "
+        "pieces named): for the items that did not pass (default), every item, or none",
+    )
+    group.addoption(
         "--pde-image",
         action="append",
         default=[],

@@ -26,6 +26,7 @@ class Settings:
     alphas: Alphas = field(default_factory=Alphas)
     images: tuple[tuple[str, str], ...] = ()  # --pde-image: (track, image) run instead of the recipe's
     runner: str = "warm"  # --pde-runner: fork runs from a warmed zygote where the track and sandbox allow
+    pictures: str = "failed"  # --pde-pictures: which items get fields.png (pictures.py)
     # --pde-cluster: each library's runtime as the workers report it, (library, version, image,
     # why it is missing); the controller itself may have none
     remote_runtimes: tuple[tuple[str, str, str | None, str | None], ...] = ()

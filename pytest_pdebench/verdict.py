@@ -47,6 +47,9 @@ class Verdict(RunFacts):
     r2: float | None = None
     frmse: float | None = None
     total_variation: float | None = None
+    # the gated run's error per region: each boundary tag's band, then the interior (error_regions.py)
+    errors_by_region: list[dict[str, Any]] = field(default_factory=list)
+    pictures: list[str] = field(default_factory=list)  # files of the audit folder: fields.png (pictures.py)
     solver_info: dict[str, Any] = field(default_factory=dict)
     calibration: str | None = None  # where the thresholds came from (a file, a record, a kept or paired baseline)
     # whose timing t_base is: "stored" (a calibration of this kind of machine), "stored elsewhere"

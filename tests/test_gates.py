@@ -45,6 +45,23 @@ REASONS = {
 }
 
 
+class _Verdicts(dict):
+    """case_id -> verdict of the run's JSON report; an item without one fails the test that
+    asks for it with what the report says of that item (once on CI: near_miss, cause unseen)."""
+
+    def __init__(self, report: Path, stdout: str):
+        super().__init__(outcomes_from_report(report))
+        self.report, self.stdout = report, stdout
+
+    def __missing__(self, name):
+        tests = json.loads(self.report.read_text())["tests"]
+        entry = next((t for t in tests if t["nodeid"].endswith(f"::{name}") or f"::{name}[" in t["nodeid"]), None)
+        said = {when: (entry or {}).get(when, {}).get("longrepr", "")[-1500:] for when in ("setup", "call", "teardown")}
+        lines = [line for line in self.stdout.splitlines() if name in line]
+        raise AssertionError(f"no verdict for {name}: report entry {entry and entry.get('outcome')}, {said}; "
+                             f"its lines in the output: {lines[-10:]}; the output's end: {self.stdout[-1500:]}")
+
+
 class GateRun(NamedTuple):
     outcomes: dict
     stdout: str
@@ -93,7 +110,7 @@ def gate_run(request, tmp_path_factory):
          f"--pde-calibrations={root / 'calibrations'}", "--pde-baseline=stored", f"--pde-output={root / 'out'}",
          "--json-report", f"--json-report-file={report}", f"--pde-report={root / 'tables'}", "-rA", *extra],
         cwd=root, capture_output=True, text=True, timeout=600)
-    return GateRun(outcomes_from_report(report), done.stdout, root, done.returncode, extra)
+    return GateRun(_Verdicts(report, done.stdout), done.stdout, root, done.returncode, extra)
 
 
 @pytest.mark.parametrize("name", list(SOLVERS))
@@ -136,6 +153,24 @@ def test_accuracy_failure_skips_timing(gate_run):
     outcomes, _, _, _, _ = gate_run
     assert outcomes["noisy"]["t_agent"] is None
     assert 8e-3 < outcomes["noisy"]["error"] < 0.1  # beyond tau_max: no alpha_acc accepts it
+
+
+def test_the_verdict_says_where_the_error_is(gate_run):
+    """Per region (each boundary side's band, the interior) in verdict.json, and the F-Acc
+    reason's phrase: noise relative to a solution that vanishes on the boundary sits inside;
+    an exact solution has no error anywhere."""
+    outcomes, _, _, _, _ = gate_run
+    noisy = outcomes["noisy"]
+    assert "; largest in the interior: RMS" in noisy["reason"], noisy["reason"]
+    regions = {region["region"]: region for region in noisy["errors_by_region"]}
+    assert set(regions) == {"x_min", "x_max", "y_min", "y_max", "interior"}
+    assert sum(region["points"] for region in regions.values()) == 20 * 20
+    assert sum(region["share"] for region in regions.values()) == pytest.approx(1.0)
+    assert regions["y_max"]["where"] == "the y_max (Dirichlet) edge"
+    assert {region["max"] for region in outcomes["exact"]["errors_by_region"]} == {0.0}
+    # pictures for the items that failed with a solution to draw (--pde-pictures=failed)
+    assert noisy["pictures"] == ["fields.png"] and (Path(noisy["artifacts"]) / "fields.png").stat().st_size > 10_000
+    assert outcomes["exact"]["pictures"] == [] and outcomes["raises"]["pictures"] == []
 
 
 def test_a_near_miss_is_timed_for_the_sensitivity_grid(gate_run):

@@ -183,10 +183,12 @@ def test_a_user_s_habits_work_with_the_installed_plugin(installed, tmp_path):
 def test_an_installed_plugin_runs_the_firedrake_track_on_the_provisioned_runtime(installed, firedrake_available,
                                                                                  tmp_path):
     """The design's headline use from the wheel: `--pde-library=firedrake` finds the runtime
-    `pdebench provision firedrake` built (the cache root is the machine's, not the checkout's)."""
+    `pdebench provision firedrake` built (the cache root is the machine's, not the checkout's).
+    The baseline is paired: a stored one was timed on another machine, and beside the suite's
+    other workers the oracle's first run took 13.1 s against its tau_first 9.5 s (CI, 2026-12-02)."""
     done = subprocess.run(
         [installed / "pytest", "--pde-submissions=oracle", "--pde-library=firedrake", "--pde-cases=smoke",
-         "-k", "poisson_basic", "--pde-runs=1", "--pde-baseline=stored", "-p", "no:cacheprovider",
+         "-k", "poisson_basic", "--pde-runs=1", "--pde-baseline=paired", "-p", "no:cacheprovider",
          "--json-report", "--json-report-file=report.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
     )  # fmt: skip

@@ -108,7 +108,12 @@ def _interrupted_run(tmp_path: Path, signum: int, *extra: str):
     assert [t["metadata"]["pde"]["case_id"] for t in tests if "pde" in t.get("metadata", {})] == ["quick"]
     # the run says it was cut short: the terminal, the JSON report, and a report made from it
     assert "pdebench: interrupted: 1 of 2 items judged" in output and "--pde-resume" in output, output[-2000:]
-    assert json.loads(report.read_text())["pde"]["interrupted"] == {"judged": 1, "selected": 2}
+    document = json.loads(report.read_text())
+    slow = [t for t in document["tests"] if t["nodeid"].endswith("::slow[dolfinx]")]
+    # the item the interrupt stopped is not "passed" (json-report's word once its setup passed)
+    assert [t["outcome"] for t in slow] == ["interrupted"], slow
+    assert document["pde"]["interrupted"] == {"judged": 1, "selected": 2, "running": [t["nodeid"] for t in slow]}
+    assert "passed" not in [t["outcome"] for t in document["tests"] if "pde" not in t.get("metadata", {})]
     made = subprocess.run([sys.executable, "-m", "pytest_pdebench.cli", "report", str(report), "--out",
                            str(tmp_path / "made"), "--no-figures"], capture_output=True, text=True, timeout=120)
     assert "report was interrupted: 1 of 2 items judged" in made.stderr, (made.stdout, made.stderr)
@@ -147,3 +152,38 @@ def test_ctrl_c_on_a_cluster_run_then_resume_on_the_cluster(tmp_path, dask_clust
     _resumes(tmp_path, command, solvers, cluster)
     slow = json.loads((tmp_path / "out" / "dolfinx" / "slow" / "verdict.json").read_text())
     assert slow["outcome"] == "PASS" and slow["worker"].startswith("tcp://"), slow  # timed on a Dask worker
+
+
+def test_a_verdict_due_after_the_interrupt_is_not_written_unreported(tmp_path):
+    """With -n 2, SIGINT to the main process only, while a solver has 3 s left: its worker
+    must not write a verdict that the JSON report does not hold (--pde-resume would keep an
+    unreported verdict). Either the verdict is missing or the report carries it."""
+    marker = f"pdebench-late-{uuid.uuid4().hex}"
+    solvers = tmp_path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    (solvers / "late.py").write_text(NUMPY_PRELUDE + "\nimport subprocess\n\ndef solve(case_spec):\n"
+                                     f"    subprocess.run(['sh', '-c', 'sleep 4; echo {marker}'])\n"
+                                     "    x, y, u = grid(case_spec)\n    write(u, x, y)\n")
+    records = [record_dict(new_id="late", nx=20, ny=20)]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 50.0)
+    report = tmp_path / "report.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--pde-library=dolfinx",
+         f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
+         f"--pde-calibrations={tmp_path / 'calibrations'}", "--pde-baseline=stored", "--pde-runs=1",
+         f"--pde-output={tmp_path / 'out'}", "--json-report", f"--json-report-file={report}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline = time.time() + 120
+    while not _running(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _running(marker), "the late solver never started"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=60)
+    time.sleep(8)  # past the solver's end: a worker left running would have judged it by now
+    written = (tmp_path / "out" / "dolfinx" / "late" / "verdict.json").is_file()
+    reported = [t for t in json.loads(report.read_text())["tests"] if "pde" in t.get("metadata", {})]
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    assert written == bool(reported), (written, reported)

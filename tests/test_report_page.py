@@ -107,3 +107,67 @@ def test_the_check_sees_a_broken_page(chromium, tmp_path):
     messages = open_page(chromium, page, tmp_path / "broken.png")
     assert any("Uncaught ReferenceError" in line for line in messages)
     assert drawn_share(tmp_path / "broken.png") < 0.001
+
+
+def test_a_failed_item_is_debugged_from_its_page_in_a_copied_report(chromium, dolfinx_available, tmp_path):
+    """A real run (toy solvers through the sandbox) with --pde-report: the report folder,
+    copied elsewhere, shows every item open with error / tau_acc and the failed item's error
+    picture; its item page shows the picture (drawn by the browser from the copied folder:
+    the screenshot loses ink when the file is taken away), where the error is and the solver."""
+    import json
+    import sys
+    import textwrap
+
+    from pytest_pdebench.testing import NUMPY_PRELUDE, record_dict, write_calibration, write_jsonl
+
+    bodies = {"exact": "x, y, u = grid(case_spec); write(u, x, y)",
+              "noisy": "x, y, u = grid(case_spec)\n"
+                       "write(u * (1 + 0.01 * np.random.default_rng(1).standard_normal(u.shape)), x, y)",
+              "raises": "raise RuntimeError('singular matrix')"}  # fmt: skip
+    records = [record_dict(new_id=name, nx=20, ny=20) for name in bodies]
+    write_jsonl(tmp_path / "cases.jsonl", records)
+    write_calibration(tmp_path / "calibrations", "dolfinx", records, 1e-4, 5.0)
+    solvers = tmp_path / "solvers" / "dolfinx"
+    solvers.mkdir(parents=True)
+    for name, body in bodies.items():
+        (solvers / f"{name}.py").write_text(NUMPY_PRELUDE + "\ndef solve(case_spec):\n" + textwrap.indent(body, "    "))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pde-library=dolfinx",
+                           f"--pde-cases={tmp_path / 'cases.jsonl'}", f"--pde-submissions={tmp_path / 'solvers'}",
+                           f"--pde-calibrations={tmp_path / 'calibrations'}", "--pde-baseline=stored",
+                           f"--pde-output={tmp_path / 'out'}", f"--pde-report={tmp_path / 'report'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 1 and "report:" in done.stdout, done.stdout[-2000:]
+    copied = tmp_path / "elsewhere" / "report"
+    shutil.copytree(tmp_path / "report", copied)
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          (copied / "report.html").as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert '<details id="items" open="">' in dom, dom[-3000:]
+    assert dom.count('<tr><td data-v="') == 3  # every item, each with its number to sort by
+    thumbs = [part.split('"')[0] for part in dom.split('<img class="thumb" src="')[1:]]
+    assert thumbs == ["items/0002-noisy-dolfinx/fields.png"], thumbs  # the failed item that left a solution
+    noisy = json.loads((tmp_path / "out" / "dolfinx" / "noisy" / "verdict.json").read_text())
+    assert f'data-v="{noisy["error"] / noisy["tau_acc"]!r}"' in dom
+    page = copied / "items" / "0002-noisy-dolfinx" / "index.html"
+    shown = page.read_text()
+    assert "Where the error is" in shown and "the y_max (Dirichlet) edge" in shown and "def solve" in shown
+    assert open_page(chromium, page, tmp_path / "with.png") == []
+    (page.parent / "fields.png").unlink()
+    open_page(chromium, page, tmp_path / "without.png")
+    assert drawn_share(tmp_path / "with.png") > drawn_share(tmp_path / "without.png") + 0.05
+
+
+def test_the_page_says_when_a_run_was_cut_short_or_left_items_not_run(chromium, tmp_path):
+    import json
+
+    report = json_report(tmp_path / "a.json", [verdict("p1", "PASS")])
+    document = json.loads(report.read_text())
+    document["pde"]["interrupted"] = {"judged": 1, "selected": 4}
+    document["pde"]["not_run"] = [{"case_id": "h1", "library": "firedrake", "reason": "no firedrake runtime here"}]
+    report.write_text(json.dumps(document))
+    write_report([load_run(report)], tmp_path / "report")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          (tmp_path / "report" / "report.html").as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout  # fmt: skip
+    banners = [part.split("</p>")[0] for part in dom.split('<p class="banner">')[1:]]
+    assert banners == ["a was interrupted: 1 of 4 items judged; its rates cover those only (finish it with the same "
+                       "command and --pde-resume)", "a: 1 item(s) not run (no firedrake runtime here)"], banners

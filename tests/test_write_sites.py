@@ -86,6 +86,7 @@ HANDLERS = {
         "Judge._gated_run": ["write_bytes", "write_bytes"],
         "Judge.all_gates": ["write_text", "write_text", "write_text"],
         "Judge.worth_timing": ["replace"],
+        "Judge.draw": ["write_text"],  # pictures.log (fields.png itself is matplotlib's savefig, into the same folder)
     },
     "verdict.py": {"Verdict.write": ["mkdir", "write_text"]},  # the item's audit folder, as above
     "cluster/worker.py": {  # the worker's own folders (an item's runs are in a scratch folder)
@@ -97,6 +98,7 @@ HANDLERS = {
 # The other modules write only folders no untrusted process ever held: how many sites, where.
 HARNESS_ONLY = {
     "analysis/figures.py": (1, "the report's output folder"),
+    "analysis/item_pages.py": (3, "the report's item pages"),
     "analysis/render.py": (6, "the report's output folder"),
     "analysis/runs.py": (2, "a report's run folder"),
     "attempts.py": (2, "an attempt's audit folder"),

@@ -18,8 +18,9 @@ CAPTIONS = {
     "family the system ran no case of.",
     "sensitivity": "How the pass rate would move with the thresholds, re-gated from the stored numbers: left, "
     "the accuracy multiplier alpha_acc; right, the time multiplier alpha_time; the dotted line is the default.",
-    "gates_scatter": "Each item with an error and a time: its error over its accuracy threshold against its "
-    "time over its time limit (log scales); right of 1 fails on accuracy, above 1 on time.",
+    "gates_scatter": "Each item with an error: its error over its accuracy threshold against its time over its "
+    "time limit (log scales); right of 1 fails on accuracy, above 1 on time; crosses under the dotted line were "
+    "not timed (the accuracy gate stopped them); items without an error are counted in the corner.",
     "attempts": "Pass rate after each attempt, for the systems that had more than one (each attempt saw the "
     "failure of the one before).",
     "cost": "Pass rate against the dollars spent on new model calls, one point per system and library "
@@ -145,31 +146,47 @@ def _sensitivity(rows):
     return figure
 
 
+SCATTER_FLOOR = 1e-4  # an error or time ratio under this (an exact solution's 0) is drawn at it
+
+
 def _scatter(rows):
+    """Every item with an error: timed ones at (error / tau_acc, t_agent / tau_time), those the
+    accuracy gate stopped before timing on a "not timed" line under them; the items without an
+    error (F-Exec) are counted in the corner."""
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(layout="constrained", figsize=(6.5, 5))
-    drawn = False
-    for (system, library), part in _groups(rows).items():
-        points = [
-            (r["error"] / r["tau_acc"], r["t_agent"] / r["tau_time"])
-            for r in part
-            if r["error"] and r["tau_acc"] and r["t_agent"] and r["tau_time"]
-        ]
-        if points:
-            errors, times = zip(*points)
-            axes.scatter(errors, times, s=10, alpha=0.6, label=f"{system} / {library}")
-            drawn = True
-    if not drawn:
+    judged = [r for r in rows if r["error"] is not None and r["tau_acc"]]
+    timed = [r for r in judged if r["t_agent"] and r["tau_time"]]
+    timed_ids = {id(r) for r in timed}
+    if not judged:
         plt.close(figure)
         return None
+    times = [max(r["t_agent"] / r["tau_time"], SCATTER_FLOOR) for r in timed]
+    untimed_at = min([*times, 0.1]) / 3  # a line under every timed point
+    for index, ((system, library), part) in enumerate(_groups(judged).items()):
+        colour = f"C{index % 10}"
+        points = [(max(r["error"] / r["tau_acc"], SCATTER_FLOOR), r) for r in part]
+        mine = [(x, max(r["t_agent"] / r["tau_time"], SCATTER_FLOOR)) for x, r in points if id(r) in timed_ids]
+        untimed = [x for x, r in points if id(r) not in timed_ids]
+        if mine:
+            errors, times_here = zip(*mine)
+            axes.scatter(errors, times_here, s=10, alpha=0.6, color=colour, label=f"{system} / {library}")
+        if untimed:
+            axes.scatter(untimed, [untimed_at] * len(untimed), s=18, marker="x", color=colour,
+                         label=f"{system} / {library}: not timed")  # fmt: skip
     axes.axvline(1, color="k", linewidth=1)
     axes.axhline(1, color="k", linewidth=1)
+    axes.axhline(untimed_at * 1.6, color="0.6", linewidth=0.8, linestyle=":")
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("error / tau_acc (right of 1: F-Acc)")
-    axes.set_ylabel("t_agent / tau_time (above 1: F-Time)")
-    axes.legend(fontsize=8)
+    axes.set_ylabel("t_agent / tau_time (above 1: F-Time; x under the dotted line: not timed)")
+    without = len(rows) - len(judged)
+    if without:
+        axes.text(0.01, 0.99, f"{without} item(s) without an error (F-Exec) not drawn", transform=axes.transAxes,
+                  va="top", fontsize=8)  # fmt: skip
+    axes.legend(fontsize=7)
     return figure
 
 

@@ -108,6 +108,7 @@ class Run:
     mode: str = "evaluation"
     rows: list[dict] = field(default_factory=list)
     cut_short: str | None = None  # the run was interrupted: what of it was judged
+    not_run: list[dict] = field(default_factory=list)  # items skipped (no runtime, no variant, no money left)
 
 
 AGENT_FAILURE = "agent failure"  # F-Exec that is the code agent's, not the solver's: it crashed or hit a limit
@@ -285,18 +286,23 @@ def _from_json_report(path: Path, document: dict, name: str | None) -> Run:
             if not verdict.get("calibration_problem")
         ]
     )
+    run.not_run = list(meta.get("not_run") or [])
     interrupted = meta.get("interrupted")
     if interrupted or document.get("exitcode") == INTERRUPTED_EXIT:  # an older report says it by its exit code
-        of = f" of {interrupted['selected']}" if interrupted and interrupted.get("selected") else ""
-        run.cut_short = (
-            f"{run.label} was interrupted: {len(run.rows)}{of} items judged; its rates cover those "
-            "only (finish it with the same command and --pde-resume)"
-        )
+        _say_cut_short(run, interrupted)
     if not run.rows:
         raise ReportError(
             f"{path}: a pytest JSON report with no PDEAgent-Bench verdicts (was it a benchmark run with --json-report?)"
         )
     return run
+
+
+def _say_cut_short(run: Run, interrupted: dict | None) -> None:
+    of = f" of {interrupted['selected']}" if interrupted and interrupted.get("selected") else ""
+    run.cut_short = (
+        f"{run.label} was interrupted: {len(run.rows)}{of} items judged; its rates cover those "
+        "only (finish it with the same command and --pde-resume)"
+    )
 
 
 def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
@@ -325,6 +331,9 @@ def _from_verdict_lines(path: Path, text: str, name: str | None) -> Run:
     )
     system = name or header.get("rung")
     run.rows = with_stand_ins_placed([row_of(verdict, run, system) for verdict in verdicts])
+    run.not_run = list(header.get("not_run") or [])
+    if header.get("interrupted"):
+        _say_cut_short(run, header["interrupted"])
     return run
 
 
@@ -332,7 +341,8 @@ def run_from_verdicts(verdicts: list[dict], meta: dict, path: Path) -> Run:
     """The run that just ended (``--pde-report``); also written to ``path`` as JSON lines
     (a header, then the verdicts) so that `pdebench report` can read it again."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = {key: meta.get(key) for key in ("machine", "sandbox", "source", "mode", "runs", "images")}
+    keys = ("machine", "sandbox", "source", "mode", "runs", "images", "not_run", "interrupted")
+    header = {key: meta.get(key) for key in keys}
     path.write_text("".join(json.dumps(line, default=str) + "\n" for line in [header, *verdicts]))
     run = Run(
         path,
@@ -345,6 +355,9 @@ def run_from_verdicts(verdicts: list[dict], meta: dict, path: Path) -> Run:
     run.rows = with_stand_ins_placed(
         [row_of(verdict, run, None) for verdict in verdicts if not verdict.get("calibration_problem")]
     )
+    run.not_run = list(meta.get("not_run") or [])
+    if meta.get("interrupted"):
+        _say_cut_short(run, meta["interrupted"])
     return run
 
 
