@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 import subprocess
 from html.parser import HTMLParser
 
@@ -171,3 +172,77 @@ def test_the_page_says_when_a_run_was_cut_short_or_left_items_not_run(chromium, 
     banners = [part.split("</p>")[0] for part in dom.split('<p class="banner">')[1:]]
     assert banners == ["a was interrupted: 1 of 4 items judged; its rates cover those only (finish it with the same "
                        "command and --pde-resume)", "a: 1 item(s) not run (no firedrake runtime here)"], banners
+
+
+class Browser:
+    """Headless chromium driven over the DevTools protocol on a pipe (fds 3 and 4 of the
+    browser: no port, no client library): open a page, evaluate JavaScript in it."""
+
+    def __init__(self, chromium: str, profile):
+        import json
+        import shlex
+
+        self.json, self.next_id, self._buffer = json, 0, b""
+        commands_read, self._commands = os.pipe()
+        self._events, replies_write = os.pipe()
+        browser = shlex.join([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                              f"--user-data-dir={profile}", "about:blank"])  # fmt: skip
+        # the protocol's fds are 3 (commands in) and 4 (replies out): bash puts the pipes there (dash takes one digit)
+        self.process = subprocess.Popen(["bash", "-c", f"exec {browser} 3<&{commands_read} 4>&{replies_write}"],
+                                        pass_fds=(commands_read, replies_write), stdout=subprocess.DEVNULL,
+                                        stderr=(Path(profile).parent / "browser.log").open("w"))  # fmt: skip
+        os.close(commands_read)
+        os.close(replies_write)
+
+    def send(self, method: str, session: str | None = None, **params) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+        os.write(self._commands, self.json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buffer:
+                chunk = os.read(self._events, 1 << 16)
+                assert chunk, "the browser closed its pipe"
+                self._buffer += chunk
+            raw, self._buffer = self._buffer.split(b"\0", 1)
+            reply = self.json.loads(raw)
+            if reply.get("id") == self.next_id:
+                assert "error" not in reply, reply
+                return reply["result"]
+
+    def open(self, uri: str) -> str:
+        import time
+
+        target = self.send("Target.createTarget", url=uri)["targetId"]
+        session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        deadline = time.time() + 60
+        loaded = f"location.href === {self.json.dumps(uri)} && document.readyState === 'complete'"
+        while not self.evaluate(session, loaded) and time.time() < deadline:  # not the about:blank before it
+            time.sleep(0.1)
+        return session
+
+    def evaluate(self, session: str, expression: str):
+        return self.send("Runtime.evaluate", session, expression=expression, returnByValue=True)["result"].get("value")
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+
+def test_a_click_on_a_header_sorts_the_item_table(chromium, tmp_path):
+    """The item table sorts by error / tau_acc on a click (numbers as numbers, an item without
+    an error last), the other way on a second click (still last): clicked in a real browser."""
+    verdicts = [verdict("a", "F-Acc", error=5e-2, t_agent=None), verdict("b", "PASS", error=2e-4),
+                verdict("c", "F-Acc", error=9e-3, t_agent=None), verdict("d", "F-Exec", error=None, t_agent=None)]
+    write_report([load_run(json_report(tmp_path / "a.json", verdicts))], tmp_path / "report")
+    browser = Browser(chromium, tmp_path / "profile")
+    try:
+        page = browser.open((tmp_path / "report" / "report.html").as_uri())
+        order = "[...document.querySelectorAll('table.items tbody tr')].map(r => r.cells[3].textContent).join(' ')"
+        assert browser.evaluate(page, order) == "a b c d"
+        header = "[...document.querySelectorAll('table.items th')].find(h => h.textContent === 'error / tau_acc')"
+        browser.evaluate(page, f"{header}.click()")
+        assert browser.evaluate(page, order) == "b c a d"  # d has no error: last
+        browser.evaluate(page, f"{header}.click()")
+        assert browser.evaluate(page, order) == "a c b d"
+    finally:
+        browser.close()

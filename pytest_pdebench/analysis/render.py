@@ -141,14 +141,15 @@ td.F-Time{background:#fff8e1}.note{color:#555;font-style:italic}figure{margin:1e
 .banner{background:#fff3cd;border:1px solid #e0c060;padding:0.6em 1em}th.sort{cursor:pointer}
 img.thumb{width:160px}pre{background:#f6f6f6;padding:0.5em;overflow:auto;max-height:30em}img{max-width:100%}"""
 OPEN_UP_TO = 50  # the item table is open when the report has at most this many items
-# a click on a header sorts the item table by it (numbers by data-v), again: the other way
+# a click on a header sorts the item table by it (numbers by data-v, blanks last), again: the other way
 SORT_SCRIPT = """document.querySelectorAll('table.items th.sort').forEach((th, col) =>
  th.addEventListener('click', () => {
   const body = th.closest('table').tBodies[0], rows = [...body.rows], up = th.dataset.up !== '1';
   const key = r => { const c = r.cells[col];
    return c.dataset.v !== undefined ? parseFloat(c.dataset.v) : c.textContent; };
   rows.sort((a, b) => { const x = key(a), y = key(b);
-   const d = typeof x === 'number' ? (isNaN(x) ? 1 : isNaN(y) ? -1 : x - y) : String(x).localeCompare(String(y));
+   if (typeof x === 'number' && (isNaN(x) || isNaN(y))) return isNaN(x) - isNaN(y);
+   const d = typeof x === 'number' ? x - y : String(x).localeCompare(String(y));
    return up ? d : -d; });
   th.dataset.up = up ? '1' : '0'; rows.forEach(r => body.appendChild(r)); }));"""
 
