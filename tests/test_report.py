@@ -421,3 +421,17 @@ def test_the_report_says_whose_timing_t_base_is():
     assert table.headers == ["system", "library", "items", "stored", "stored elsewhere", "kept", "paired"]
     assert table.rows == [["s", "dolfinx", 5, 2, 1, 1, 1]]
     assert tables.t_base_table(rows[-1:]) is None
+
+
+def test_the_scatter_shows_every_item(two_systems):
+    """Timed items as points, an F-Acc the accuracy gate stopped before timing as a cross on the
+    "not timed" line, and the F-Exec without an error counted in the corner."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows = tables.label_groups([row for run in two_systems for row in run.rows])
+    figure = figures._scatter(rows)
+    axes = figure.axes[0]
+    drawn = {collection.get_label(): len(collection.get_offsets()) for collection in axes.collections}
+    assert drawn == {"plain / dolfinx": 2, "plain / dolfinx: not timed": 1, "tuned / dolfinx": 4}, drawn
+    assert [text.get_text() for text in axes.texts] == ["1 item(s) without an error (F-Exec) not drawn"]
