@@ -71,6 +71,12 @@ def count_records(path: Path) -> int:
     return count
 
 
+def named_cases(value: str) -> str:
+    """A --cases value as a path: ``smoke`` names the bundled smoke suite (unless a file or
+    folder of that name is here), anything else is the path it says."""
+    return str(SMOKE_CASES) if value == SMOKE and not Path(value).exists() else value
+
+
 def case_source(rootdir: Path | None) -> Path:
     """The cases a run takes without --pde-cases: the rootdir's ``cases/`` folder if it holds
     records (a checkout's suite, a project that keeps its own), else the bundled suite; a

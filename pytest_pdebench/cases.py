@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from .domains import DomainError, resolve_geometry
 from .expression_syntax import UNKNOWN_NAMES, ExpressionError, check_expression
-from .vocabulary import CONSTRUCTION_METHODS, DOMAIN_TYPES, FAMILIES, LIBRARIES, MATH_TYPES
+from .vocabulary import CONSTRUCTION_METHODS, DOMAIN_TYPES, FAMILIES, LIBRARIES, MATH_TYPES, PARAMETERS
 
 # the names live in vocabulary.py (the plugin's markers read them without pydantic)
 TIME_DEPENDENT_FAMILIES = ("heat", "reaction_diffusion", "burgers", "wave")  # conv.-diff. and NS: either
@@ -302,6 +302,13 @@ class CaseRecord(Strict):
                 raise ValueError(
                     f"bc.{kind}.on names unknown tags {unknown}; {spec.domain.type} has {list(geometry.tags)}"
                 )
+        known = PARAMETERS.get(self.family, tuple(spec.pde.params))  # a family not listed: not checked
+        unknown_names = sorted(set(spec.pde.params) - set(known))
+        if unknown_names:
+            raise ValueError(
+                f"pde.params names {', '.join(unknown_names)}, which {self.family} does not have; "
+                f"its parameters: {', '.join(known) or 'none'}"
+            )
         if spec.bc.periodic is not None and spec.domain.type != "periodic_square":
             raise ValueError("bc.periodic is only defined on the periodic_square domain")
         method = self.evaluation_metadata.construction_method

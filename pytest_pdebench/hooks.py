@@ -350,6 +350,17 @@ def _nothing_selected(session, run) -> str | None:
         if elsewhere:
             more = f" and {len(named) - 3} more" if len(named) > 3 else ""
             hint += f"; the cases it names are not on the {tracks} track: {', '.join(elsewhere)}{more}"
+    if option.markexpr:  # a marker the suite does not have: the ones it has
+        import re
+
+        from .vocabulary import MARKERS
+
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", option.markexpr)) - {"and", "or", "not"}
+        unknown = sorted(words - set(MARKERS))
+        if unknown:
+            hint += (
+                f"; no item has the marker {', '.join(unknown)}: the markers are {', '.join(dict.fromkeys(MARKERS))}"
+            )
     return hint
 
 

@@ -167,8 +167,24 @@ class Judge:
                 alphas=self.settings.alphas,
             )
         else:
-            gates.time_gate(verdict.t_agent, timed.tau_time)
+            try:
+                gates.time_gate(verdict.t_agent, timed.tau_time)
+            except gates.GateFailure as slow:  # what tau_time is, and whose timing t_base is
+                raise gates.GateFailure(slow.outcome, f"{slow.reason} ({self._time_bound(timed)})") from None
             gates.first_run_gate(verdict.t_first_run, timed.tau_first)
+
+    def _time_bound(self, timed: ResolvedThresholds) -> str:
+        """ "alpha_time 3 x t_base 2.06 s, the oracle paired beside this run (...)"."""
+        alpha = (timed.factors or {}).get("alpha_time")
+        times = f"alpha_time {alpha:g} x t_base {timed.t_base:.3g} s" if alpha else f"t_base {timed.t_base:.3g} s"
+        whose = {
+            "stored": "a stored calibration of this kind of machine",
+            "stored elsewhere": "a stored calibration of another kind of machine",
+            "kept": "this machine's kept timing of the oracle",
+            "paired": "the oracle timed beside this run",
+        }.get(self.verdict.t_base_from or "", "")
+        because = (self.verdict.baseline or {}).get("paired_because", "")
+        return ", ".join(part for part in (times, whose, because) if part)
 
     def _timed_runs(self, done: Execution, verdict: Verdict, accurate: ResolvedThresholds | None) -> None:
         """Each timed run's outputs through gates 1 and 2 as the gated run's went: F-Exec

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .bundled import SMOKE, SMOKE_CASES, bundled, case_source, count_records
+from .bundled import bundled, case_source, count_records, named_cases
 from .calibration import CalibrationStore
 from .cases import LIBRARIES
 from .placement import SIBLING_SEED
@@ -47,9 +47,7 @@ def run_from_config(config: pytest.Config) -> PdeRun | None:
     if submissions is None and not opt.pde_model and added is None:
         return None
     rootdir = config.rootpath
-    cases = opt.pde_cases
-    if cases == SMOKE and not Path(cases).exists():  # --pde-cases=smoke: the bundled smoke suite
-        cases = str(SMOKE_CASES)
+    cases = named_cases(opt.pde_cases) if opt.pde_cases else None  # --pde-cases=smoke: the smoke suite
     cases_path = Path(opt.pde_validate or cases or case_source(rootdir))
     if not cases_path.exists():
         raise pytest.UsageError(f"--pde-cases: no file or directory at {cases_path}")

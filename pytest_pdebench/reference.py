@@ -70,7 +70,10 @@ def missing_case_data(record: CaseRecord, case_dir: Path | None) -> str | None:
     else:
         name = meta.reference_path
     if name and not (path := Path(case_dir or ".") / name).is_file():
-        return f"case {record.id}: its data file {path} is missing (the case's, not the solver's: restore it)"
+        return (
+            f"case {record.id}: its data file {path} is missing (the case's, not the solver's: a record copied "
+            f"into another case file needs {name} beside that file too)"
+        )
     return None
 
 

@@ -51,4 +51,19 @@ EQUATIONS = {
     "navier_stokes": "[u_t] + (u . grad) u - nu lap(u) + grad(p) = f, div(u) = 0",
 }
 # each of these names is also a pytest marker (-m poisson, -m dealii, -m l_shape)
+# the physical parameters each family's equations read (pdes.operator, the oracles): a name
+# outside these is a typo the solver would be blamed for (kapa for kappa), refused at loading
+PARAMETERS = {
+    "poisson": ("kappa",),
+    "heat": ("kappa",),
+    "helmholtz": ("k",),
+    "biharmonic": (),
+    "linear_elasticity": ("E", "nu", "mu", "lambda"),
+    "convection_diffusion": ("beta", "epsilon"),
+    "reaction_diffusion": ("epsilon", "reaction"),
+    "stokes": ("nu",),
+    "navier_stokes": ("nu",),
+    "burgers": ("nu",),
+    "wave": ("c",),
+}
 MARKERS = (*FAMILIES, *MATH_TYPES, *LIBRARIES, *DOMAIN_TYPES, *CONSTRUCTION_METHODS)

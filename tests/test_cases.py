@@ -58,6 +58,9 @@ def test_schema_and_models_agree(name, data, valid):
     (lambda d: d["case_spec"]["pde"]["forcing"].update(value="sin(pi*x"), "cannot parse"),
     (lambda d: d["case_spec"]["pde"]["params"].update(kappa="__import__('os')"), "unknown function"),
     (lambda d: d["case_spec"]["eval_grid"].update(nz=10), "3-D eval_grid"),
+    # a typo in a parameter's name would be the solver's failure: refused with the family's names
+    (lambda d: d["case_spec"]["pde"]["params"].update(kapa="2.0"), "pde.params names kapa, which poisson does not "
+                                                                    "have; its parameters: kappa"),
     (lambda d: d["evaluation_metadata"].pop("manufactured_solution"), "needs evaluation_metadata.manufactured"),
 ])
 def test_semantic_checks_name_the_problem(tmp_path, change, message):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -183,8 +184,14 @@ def test_provision_runs_the_recipe_the_package_ships(tmp_path):
 
     assert PROVISION_SCRIPT.is_file() and PROVISION_SCRIPT.is_relative_to(PACKAGE)
     run = [sys.executable, "-m", "pytest_pdebench.cli", "provision"]
-    done = subprocess.run([*run, "firedrake", "--dry-run"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert done.returncode == 0 and done.stdout.strip() == f"bash {PROVISION_SCRIPT}"
+    done = subprocess.run([*run, "firedrake", "--dry-run"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PDEBENCH_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0] == f"bash {PROVISION_SCRIPT}", done.stdout
+    # what it would do, cost and has done: the steps (none here), the packages, disk, time; nothing written
+    assert [line.split("]")[0].split("[")[1] for line in lines if line.startswith("  ") and "[" in line] == ["to do"] * 8, lines
+    assert "libopenmpi-dev" in done.stdout and "disk: about 1 GB" in done.stdout and "min the first time" in done.stdout
+    assert not (tmp_path / "cache").exists()
     done = subprocess.run([*run, "firedrake", "--print"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0 and "firedrake-2026.10.0" in done.stdout
     done = subprocess.run([*run, "dealii"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
@@ -259,3 +266,11 @@ def test_an_option_the_plugin_and_the_command_share_is_declared_once_with_one_me
         meaning = " ".join(spec["help"].split())
         assert f"--pde-{name}" in plugin_help and meaning in plugin_help, name
         assert f"--{name}" in command_help and meaning in command_help, name
+
+
+def test_cases_names_the_known_families_for_a_typo_and_takes_smoke(tmp_path):
+    run = [sys.executable, "-m", "pytest_pdebench.cli", "cases"]
+    typo = subprocess.run([*run, "--family", "poison"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert typo.returncode == 2 and "--family poison: no such family; one of poisson, helmholtz" in typo.stderr
+    smoke = subprocess.run([*run, "--cases", "smoke"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert smoke.returncode == 0 and smoke.stdout.splitlines()[-1].startswith("53 of 53 records in "), smoke.stdout

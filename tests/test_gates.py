@@ -35,7 +35,7 @@ SOLVERS = {
 
 REASONS = {
     "noisy": "rel. L2 error",
-    "slow": "> tau_time 1.5 s",
+    "slow": "> tau_time 1.5 s (alpha_time 3 x t_base 0.5 s, a stored calibration of ",
     "nan_inside": "NaN/inf values inside the domain",
     "wrong_shape": "has shape (19, 20), expected (20, 20)",
     "no_meta": "meta.json is missing",

@@ -122,3 +122,4 @@ def test_a_selection_that_matches_nothing_says_what_items_are_called_and_where_t
     assert f"the cases it names are not on the dealii track: {elsewhere} (dolfinx, firedrake)" in done.stdout
     done = pytest_in(tmp_path, "--pde-submissions=oracle", "--pde-library=dolfinx", "-m", "no_such_marker")
     assert "pdebench: -m 'no_such_marker' selected no item" in done.stdout and "not on the" not in done.stdout
+    assert "no item has the marker no_such_marker: the markers are poisson, helmholtz" in done.stdout

@@ -8,7 +8,7 @@ import functools
 import os
 from pathlib import Path
 
-from ..bundled import bundled
+from ..bundled import bundled, named_cases
 
 say = functools.partial(print, flush=True)  # progress of long commands, seen as it happens in a log
 
@@ -39,6 +39,8 @@ def check_inputs(args: argparse.Namespace) -> None:
     and can be read, before the command starts any work."""
     for dest, what in args.inputs.items():
         if getattr(args, dest) is not None:  # None: an optional input left out (its default is found later)
+            if what == CASES_OPTION:  # --cases smoke: the bundled smoke suite, as for pytest
+                setattr(args, dest, named_cases(getattr(args, dest)))
             check_input(Path(getattr(args, dest)), what)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..bundled import case_source
 from ..shared_options import add_shared
+from ..vocabulary import DOMAIN_TYPES, FAMILIES, LIBRARIES
 from .common import (
     CASES_OPTION,
     GUIDES,
@@ -31,6 +32,10 @@ def _cases(args) -> int:
 
     from ..cases import case_files, iter_case_file
 
+    for name, known in (("family", FAMILIES), ("domain", DOMAIN_TYPES), ("library", LIBRARIES)):
+        unknown = sorted(set(getattr(args, name) or []) - set(known))
+        if unknown:  # a typo would list nothing and look like an empty suite
+            raise InputError(f"--{name} {', '.join(unknown)}: no such {name}; one of {', '.join(known)}")
     source = Path(args.cases) if args.cases else case_source(Path.cwd())
     rows, total = [], 0
     for file in case_files(source):
@@ -92,9 +97,9 @@ def _provision(args) -> int:
     from ..libraries.firedrake import PROVISION_SCRIPT
 
     command = ["bash", str(PROVISION_SCRIPT), *(["--print"] if args.print else [])]
-    if args.dry_run:
-        print(" ".join(command))
-        return 0
+    if args.dry_run:  # the recipe says its steps, packages, disk and time, and which are done here
+        print(" ".join(command), flush=True)  # before the recipe's own lines
+        return subprocess.run(["bash", str(PROVISION_SCRIPT), "--dry-run"]).returncode
     started = time.monotonic()
     code = subprocess.run(command).returncode
     if not args.print:
@@ -107,12 +112,14 @@ def _provision_command(commands) -> None:
     provision = command(
         commands,
         "provision",
-        "set up a track's runtime: firedrake (built from PyPI sources, about 20 min once), dealii (the apt line)",
+        "set up a track's runtime: firedrake (built from PyPI sources, 22-38 min once), dealii (the apt line)",
         _provision,
     )
     provision.add_argument("library", choices=("firedrake", "dealii"), help="the track")
     provision.add_argument("--print", action="store_true", help="firedrake: only print where the runtime lives")
-    provision.add_argument("--dry-run", action="store_true", help="only print the command it would run")
+    provision.add_argument(
+        "--dry-run", action="store_true", help="only say what it would do: the command, steps, packages, disk, time"
+    )
 
 
 def _table(args) -> int:

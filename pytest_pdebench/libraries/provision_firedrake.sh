@@ -10,6 +10,7 @@
 #
 #   pdebench provision firedrake          # build (or check) the runtime
 #   pdebench provision firedrake --print  # only print the runtime directory
+#   pdebench provision firedrake --dry-run  # the steps, packages, disk and time, and what is done here
 # (shipped inside the package, so that a wheel install can provision; scripts/provision_firedrake.sh
 # in a checkout runs this file)
 set -euo pipefail
@@ -38,13 +39,35 @@ logged() {
     fi
 }
 
-mkdir -p "$PREFIX/logs"
-started=$(date +%s)
-
 APT_PACKAGES="build-essential cmake gfortran pkg-config python3-dev bison flex libopenmpi-dev openmpi-bin
 libhdf5-mpi-dev libfftw3-dev libfftw3-mpi-dev libhwloc-dev libmetis-dev libptscotch-dev
 libscalapack-openmpi-dev libsuitesparse-dev libsuperlu-dev libsuperlu-dist-dev libmumps-ptscotch-dev
 libnetcdf-dev libpnetcdf-dev libopenblas-dev libspatialindex-dev"
+
+# --dry-run: what a build does and costs, and which of its steps this machine has done
+if [ "${1:-}" = "--dry-run" ]; then
+    echo "Firedrake $FIREDRAKE_VERSION with PETSc $PETSC_VERSION, into $PREFIX (and the Debian packages)"
+    step=0
+    for item in "apt:Debian packages (apt-get install, root or sudo): $(echo $APT_PACKAGES)" \
+                "petsc-source:PETSc $PETSC_VERSION sources (the PyPI 'petsc' sdist)" \
+                "petsc-configure:PETSc configure against the Debian libraries (about 70 s)" \
+                "petsc-build:PETSc build on $JOBS cores (about 8 min on 2)" \
+                "petsc4py:petsc4py $PETSC_VERSION against this PETSc (about 4 min)" \
+                "firedrake:firedrake $FIREDRAKE_VERSION from PyPI into a Python 3.12 venv (about 6 min)" \
+                "extras:gmsh" "check:import firedrake and a small Poisson solve"; do
+        step=$((step + 1))
+        name=${item%%:*}
+        state="to do"; [ -f "$PREFIX/.stamp-$name" ] && state="done here"
+        echo "  $step. [$state] ${item#*:}"
+    done
+    echo "disk: about 1 GB in $PREFIX (962 MB measured), besides the Debian packages"
+    echo "time: 22 to 38 min the first time on 2 cores (26.2 min beside other jobs on amd-epyc-2cpu-24gb, 2026-12-02);"
+    echo "      a finished step is skipped on a re-run, so an interrupted build resumes where it stopped"
+    exit 0
+fi
+
+mkdir -p "$PREFIX/logs"
+started=$(date +%s)
 
 if ! done_step apt; then
     say "1/6 Debian packages (MPI, HDF5, MUMPS, SuperLU_dist, ...)"
