@@ -16,6 +16,10 @@ then sums the parts: each from its start to the last verdict it wrote).
   --jobs one-thread workers started on loopback (issue 19's parity: the same verdict as
   ``oracle`` on >= 99.5% of items);
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
+- ``lifting``: submissions/lifting, the textbook's solve of only what the closed form in the
+  case's text leaves (issue 66; poisson, helmholtz, heat and convection_diffusion, F-Exec on
+  the rest): against ``textbook``, what lifting buys (benchmarks/lifting_gain.py pairs them
+  item by item on other meshes and elements);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
   dishonest solvers of tests/data/dishonest (goal: 0 PASS);
 - ``ansatz_fit``: issue 46's attacker (pytest_pdebench/data/attacker), the visible
@@ -68,6 +72,7 @@ REPO = Path(__file__).resolve().parent.parent
 DISHONEST = ("boundary_data", "scaled_forcing", "initial_condition", "zeros", "ansatz_fit")
 SOURCES = {"oracle": "submissions/oracle", "oracle-again": "submissions/oracle", "oracle-cluster": "submissions/oracle",
            "textbook": "submissions/textbook", "textbook-again": "submissions/textbook",
+           "lifting": "submissions/lifting",
            **{rung: f"tests/data/dishonest/{rung}" for rung in DISHONEST if rung != "ansatz_fit"},
            "ansatz_fit": "pytest_pdebench/data/attacker",  # the builds' own attacker, shipped in the package
            "calibration-again": "submissions/oracle"}

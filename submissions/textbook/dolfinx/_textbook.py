@@ -21,6 +21,9 @@ import ufl
 from dolfinx import fem, geometry, mesh
 
 CELLS_2D, CELLS_3D = 64, 16
+# the scalar solvers' element degree (1: the textbook's); the lifting rung (submissions/lifting)
+# sets it and the cells per side to compare plain and lifted solves at other settings
+DEGREE = 1
 LU = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
 NEWTON = {"snes_type": "newtonls", "snes_rtol": 1e-10, "snes_atol": 1e-12, "snes_max_it": 50, **LU}
 

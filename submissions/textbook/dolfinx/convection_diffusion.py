@@ -16,7 +16,7 @@ import _textbook as tb
 def solve(case_spec):
     started = time.perf_counter()
     msh = tb.build_mesh(case_spec)
-    V = fem.functionspace(msh, ("Lagrange", 1))
+    V = fem.functionspace(msh, ("Lagrange", tb.DEGREE))
     pde = case_spec["pde"]
     transient = "time" in pde
     t0, dt, steps = tb.time_steps(case_spec) if transient else (0.0, None, 0)
@@ -31,7 +31,7 @@ def solve(case_spec):
                 - tb.natural(case_spec, msh, w, v, t))
 
     bcs, update_bcs = tb.dirichlet(V, case_spec, t_new)
-    info = {"element_degree": 1, "num_dofs": V.dofmap.index_map.size_global, "stabilization": "none",
+    info = {"element_degree": tb.DEGREE, "num_dofs": V.dofmap.index_map.size_global, "stabilization": "none",
             "converged": True}
     if not transient:
         uh = tb.linear_solve(operator(u, t_new), bcs, "cd_")

@@ -1,0 +1,153 @@
+"""The closed form a manufactured case's text gives away, and the problem that is left once it
+is lifted out (the lifting rung's search: solver.py). numpy and sympy only."""
+
+import itertools
+import json
+
+import numpy as np
+import sympy as sp
+
+X, Y, Z, T = sp.symbols("x y z t")
+COORDS = (X, Y, Z)
+NAMES = {"x": X, "y": Y, "z": Z, "t": T, "pi": sp.pi, "e": sp.E}
+FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None}
+NORMALS = {f"{axis}_{end}": (index, sign) for index, axis in enumerate("xyz")
+           for end, sign in (("min", -1), ("max", 1))}
+POINTS, MAX_TERMS, FIT, BINARY = 300, 14, 1e-6, 1e-4
+STEP = 1e-3  # of the box's extent (and of t_end): the differences' step
+SEED = 66
+
+
+def conditions(spec, kind):
+    value = spec.get("bc", {}).get(kind)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def parse(text):
+    return sp.parse_expr(str(text).replace("^", "**"), local_dict=dict(NAMES))
+
+
+def text(expr):
+    return sp.sstr(expr).replace("E", "e") if expr.has(sp.E) else sp.sstr(expr)
+
+
+def dimension(spec):
+    return 3 if spec["eval_grid"].get("nz") else 2
+
+
+def flux_coefficient(spec):
+    name = FLUX[spec["pde"]["type"]]
+    return parse(spec["pde"]["params"][name]) if name else sp.Integer(1)
+
+
+def function(expr):
+    """expr as a numpy function of the columns x, y, z, t."""
+    compiled = sp.lambdify((X, Y, Z, T), expr, "numpy")
+    return lambda columns: np.broadcast_to(compiled(*columns), columns[0].shape).astype(float)
+
+
+def derivative(fn, axis, step):
+    """The derivative along column ``axis`` by the fourth-order central difference (sympy's
+    derivatives of a gear's hiding term take minutes; these, milliseconds)."""
+
+    def at(columns, shift):
+        moved = list(columns)
+        moved[axis] = columns[axis] + shift * step
+        return fn(moved)
+
+    return lambda columns: (8 * (at(columns, 1) - at(columns, -1)) - at(columns, 2) + at(columns, -2)) / (12 * step)
+
+
+def operator(spec):
+    """L as a function of a term's numpy function: the family's strong form without the forcing."""
+    pde, dim = spec["pde"], dimension(spec)
+    family = pde["type"]
+    if family not in FLUX:
+        raise NotImplementedError(f"the lifting rung has no operator for {family}")
+    box = spec["eval_grid"]["bbox"]
+    steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(dim)]
+    c = function(flux_coefficient(spec))
+
+    def apply(s):
+        parts = []
+        for axis in range(dim):
+            grad = derivative(s, axis, steps[axis])
+            parts.append(derivative(lambda cols, grad=grad: c(cols) * grad(cols), axis, steps[axis]))
+            if family == "convection_diffusion":
+                beta = function(parse(pde["params"]["beta"][axis]))
+                parts.append(lambda cols, grad=grad, beta=beta: -beta(cols) * grad(cols))
+        rate = derivative(s, 3, STEP * pde["time"]["t_end"]) if "time" in pde else None
+        k2 = float(parse(pde["params"]["k"])) ** 2 if family == "helmholtz" else 0.0
+
+        def value(cols):
+            total = -sum(part(cols) for part in parts) - k2 * s(cols)
+            return total + rate(cols) if rate else total
+
+        return value
+
+    return apply
+
+
+def sample_points(spec):
+    rng = np.random.default_rng(SEED)
+    box = spec["eval_grid"]["bbox"]
+    columns = [rng.uniform(box[2 * i], box[2 * i + 1], POINTS) for i in range(dimension(spec))]
+    columns += [np.full(POINTS, 0.5)] * (3 - len(columns))
+    time_ = spec["pde"].get("time")
+    columns.append(rng.uniform(time_.get("t0", 0.0), time_["t_end"], POINTS) if time_ else np.zeros(POINTS))
+    return columns
+
+
+def values(expr, columns):
+    return function(expr)(columns)
+
+
+def closed_form(spec):
+    """(S, the forcing's terms L(S) does not explain): the largest subset of the Dirichlet and
+    initial data's terms whose residual is a sum of some of the forcing's terms; (0, the forcing) if
+    none."""
+    forcing = parse(spec["pde"]["forcing"]["value"])
+    # the initial data too: a term of u that vanishes on the boundary is not in the boundary's
+    texts = [c["value"] for c in conditions(spec, "dirichlet")] + ([spec["ic"]["value"]] if spec.get("ic") else [])
+    data = list(dict.fromkeys(term for value in texts for term in sp.Add.make_args(parse(value))))
+    terms = sp.Add.make_args(forcing)
+    if not data or len(data) > MAX_TERMS:
+        return sp.Integer(0), forcing
+    apply, columns = operator(spec), sample_points(spec)
+    residuals = np.stack([apply(function(term))(columns) for term in data], axis=1)
+    shapes = np.stack([function(term)(columns) for term in terms], axis=1)
+    # the rest's weights on the forcing's terms: 1 on each term of what drives w, 0 elsewhere;
+    # those terms are independent of L(S)'s (which may depend on one another: x*y*exp(x),
+    # x*exp(x)*y/2, ...), so that 0/1 vector is the least-squares solution of least norm
+    inverse, total = np.linalg.pinv(shapes), shapes.sum(axis=1)
+    size = max(np.linalg.norm(total), 1.0)
+    for count in range(len(data), 0, -1):
+        for chosen in itertools.combinations(range(len(data)), count):
+            rest = total - residuals[:, list(chosen)].sum(axis=1)
+            weights = inverse @ rest
+            binary = np.all(np.minimum(np.abs(weights), np.abs(weights - 1)) < BINARY)
+            if binary and np.linalg.norm(shapes @ weights - rest) < FIT * size:
+                left = sp.Add(*[term for term, weight in zip(terms, weights) if weight > 0.5])
+                return sp.Add(*[data[i] for i in chosen]), left
+    return sp.Integer(0), forcing
+
+
+def lifted_spec(spec, s, rest):
+    """The problem w = u - S solves: the same operator and boundary pieces, other data."""
+    lifted = json.loads(json.dumps(spec))
+    lifted["pde"]["forcing"]["value"] = text(rest)
+    for condition in conditions(lifted, "dirichlet"):
+        condition["value"] = text(parse(condition["value"]) - s)
+    c = flux_coefficient(spec)
+    for kind in ("neumann", "robin"):
+        for condition in conditions(lifted, kind):
+            pieces = [condition["on"]] if isinstance(condition["on"], str) else condition["on"]
+            if len(pieces) != 1 or pieces[0] not in NORMALS:
+                raise NotImplementedError(f"the lifting rung knows the normal of a side only, not {condition['on']}")
+            axis, sign = NORMALS[pieces[0]]
+            taken = sign * c * sp.diff(s, COORDS[axis]) + (parse(condition["alpha"]) * s if kind == "robin" else 0)
+            condition["value"] = text(parse(condition["value"]) - taken)
+    if spec.get("ic"):
+        t0 = spec["pde"]["time"].get("t0", 0.0)
+        lifted["ic"]["value"] = text(parse(spec["ic"]["value"]) - s.subs(T, t0))
+    return lifted

@@ -1,0 +1,1 @@
+../../textbook/dolfinx/convection_diffusion.py

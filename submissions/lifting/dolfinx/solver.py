@@ -1,0 +1,58 @@
+"""Lifting (issue 66): an honest finite-element solve of only the part of the solution the
+case's text does not give away.
+
+A manufactured case's answer is u = S + w, with S a closed form and w a part only a solve
+recovers. S is found in the text: it is the subset of the Dirichlet data's top-level terms
+whose residual L(S) is a sum of the forcing's top-level terms (checked at random points, the
+operator applied by sympy); the forcing's other terms drive w. The textbook solver of the
+family (submissions/textbook, the same mesh, element and time steps) then solves for w alone:
+forcing f - L(S), Dirichlet data g - S, Neumann and Robin data less S's flux, initial data
+less S at t0. The output is S, exact at the grid points, plus w sampled there. Where no subset
+fits, S = 0 and the solve is the plain one.
+
+The setting (``_setting.py``: CELLS, DEGREE, LIFT) lets benchmarks/lifting_gain.py compare the
+lifted solve with the plain one (LIFT = False) on the same mesh and element. Families: poisson,
+helmholtz, heat, convection_diffusion (the others raise: F-Exec).
+"""
+
+import importlib
+import json
+
+import numpy as np
+import sympy as sp
+
+import _closed_form as cf
+import _setting
+import _textbook as tb
+
+
+def on_grid(spec, s):
+    """S at the evaluation grid's points at t_end, shaped as _textbook.sample shapes a field."""
+    axes = tb.grid_axes(spec)
+    grids = list(reversed(np.meshgrid(*reversed(axes), indexing="ij")))
+    time_ = spec["pde"].get("time")
+    columns = grids + [np.zeros_like(grids[0])] * (3 - len(grids))
+    columns.append(np.full_like(grids[0], time_["t_end"] if time_ else 0.0))
+    return cf.values(s, columns).reshape(grids[0].shape)
+
+
+def solve(case_spec):
+    tb.CELLS_2D, tb.CELLS_3D, tb.DEGREE = _setting.CELLS_2D, _setting.CELLS_3D, _setting.DEGREE
+    family = case_spec["pde"]["type"]
+    if family not in cf.FLUX:
+        raise NotImplementedError(f"the lifting rung solves {', '.join(cf.FLUX)}, not {family}")
+    textbook = importlib.import_module(f"_tb_{family}")
+    s, rest = cf.closed_form(case_spec) if _setting.LIFT else (sp.Integer(0), None)
+    if s == 0:
+        return textbook.solve(case_spec)
+    plain_sample, lift = tb.sample, on_grid(case_spec, s)
+    tb.sample = lambda uh, spec: plain_sample(uh, spec) + lift  # the output: S + w
+    try:
+        textbook.solve(cf.lifted_spec(case_spec, s, rest))
+    finally:
+        tb.sample = plain_sample
+    with open("meta.json") as handle:
+        meta = json.load(handle)
+    meta["solver_info"]["lifted_terms"] = len(sp.Add.make_args(s))
+    with open("meta.json", "w") as handle:
+        json.dump(meta, handle)
