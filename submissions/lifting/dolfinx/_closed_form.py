@@ -88,14 +88,17 @@ def operator(spec):
     return apply
 
 
+def as_columns(spatial, times):
+    """The columns x, y, z, t the numpy functions take: a 2-D case's z filled in."""
+    return list(spatial) + [np.full_like(spatial[0], 0.5)] * (3 - len(spatial)) + [times]
+
+
 def sample_points(spec):
     rng = np.random.default_rng(SEED)
     box = spec["eval_grid"]["bbox"]
-    columns = [rng.uniform(box[2 * i], box[2 * i + 1], POINTS) for i in range(dimension(spec))]
-    columns += [np.full(POINTS, 0.5)] * (3 - len(columns))
+    spatial = [rng.uniform(box[2 * i], box[2 * i + 1], POINTS) for i in range(dimension(spec))]
     time_ = spec["pde"].get("time")
-    columns.append(rng.uniform(time_.get("t0", 0.0), time_["t_end"], POINTS) if time_ else np.zeros(POINTS))
-    return columns
+    return as_columns(spatial, rng.uniform(time_.get("t0", 0.0), time_["t_end"], POINTS) if time_ else np.zeros(POINTS))
 
 
 def values(expr, columns):

@@ -31,8 +31,7 @@ def on_grid(spec, s):
     axes = tb.grid_axes(spec)
     grids = list(reversed(np.meshgrid(*reversed(axes), indexing="ij")))
     time_ = spec["pde"].get("time")
-    columns = grids + [np.zeros_like(grids[0])] * (3 - len(grids))
-    columns.append(np.full_like(grids[0], time_["t_end"] if time_ else 0.0))
+    columns = cf.as_columns(grids, np.full_like(grids[0], time_["t_end"] if time_ else 0.0))
     return cf.values(s, columns).reshape(grids[0].shape)
 
 
