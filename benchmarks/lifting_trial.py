@@ -1,13 +1,13 @@
-"""Issue 66's route on a few records: their parts built again with another RATIO_BUDGET, into a
-scratch suite that benchmarks/lifting_gain.py can run (``--cases``).
+"""Issue 66's route on a few records: their parts built again under today's rule (or another
+GAIN_AIM), into a scratch suite that benchmarks/lifting_gain.py can run (``--cases``).
 
-    .venv/bin/python benchmarks/lifting_trial.py --ratio 1.25 --per-family 3 [--out reports/lifting/trial]
+    .venv/bin/python benchmarks/lifting_trial.py [--gain 1.8] --per-family 3 [--out reports/lifting/trial]
 
 Takes ``--per-family`` manufactured records of each of the lifting rung's families from
 cases/suite.jsonl (the first ones of the smoke sample's order: ``--pde-sample``'s pick), takes
-their parts off (the forcing's term, and the DOLFINx e_base back to what it was without the
-part: divided by the ratio the build measured), builds each part again with
-``making.solve_only.RATIO_BUDGET`` set to ``--ratio`` (``pdebench build-solve-only``'s code),
+their parts off (``authoring.parts.without_part``: the forcing's term, and the e_base back to
+what it was without the part, divided by the ratio the build measured), builds each part again with
+``making.solve_only.GAIN_AIM`` set to ``--gain`` (``pdebench build-solve-only``'s code),
 and writes OUT/suite.jsonl with OUT/references/. Each rebuilt record's thresholds are moved as
 a calibration would move them: every library's e_base times the ratio the build measured on the
 DOLFINx calibration baseline, tau_acc from it (the other tracks' baselines move alike, not
@@ -42,16 +42,6 @@ def picked(per_family: int) -> list:
     return chosen
 
 
-def as_built_before(record):
-    """The record without its part, its thresholds' e_base as the baseline got it then."""
-    build = record.evaluation_metadata.solve_only.build
-    ratio = build.get("measured_baseline_ratio") or build.get("predicted_baseline_ratio") or 1.0
-    bare = without_part(record)
-    for thresholds in bare.evaluation_metadata.thresholds.values():
-        thresholds.e_base /= ratio
-    return bare
-
-
 def moved_thresholds(out: Path) -> None:
     """Each rebuilt record's thresholds as its measured baseline ratio moves them."""
     path = out / "suite.jsonl"
@@ -67,20 +57,23 @@ def moved_thresholds(out: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ratio", type=float, default=1.25, help="RATIO_BUDGET for the rebuilt parts")
+    parser.add_argument("--gain", type=float, default=solve_only.GAIN_AIM, help="GAIN_AIM for the rebuilt parts")
     parser.add_argument("--per-family", type=int, default=3)
     parser.add_argument("--out", default=str(REPO / "reports" / "lifting" / "trial"))
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = out / "without-parts.jsonl"
-    records = [as_built_before(record) for record in picked(args.per_family)]
+    records = [without_part(record) for record in picked(args.per_family)]
     write_case_file(source, records)
-    solve_only.RATIO_BUDGET = args.ratio
+    solve_only.GAIN_AIM = args.gain
     kept, tried = build_parts(source, out, REPO / "submissions" / "oracle" / "dolfinx")
     assemble(source, out)
     moved_thresholds(out)
-    print(f"kept {kept} of {tried} at RATIO_BUDGET {args.ratio}; {out / 'suite.jsonl'}")
+    print(f"kept {kept} of {tried} at GAIN_AIM {args.gain}; {out / 'suite.jsonl'}")
+    for _, record in iter_case_file(out / "suite.jsonl"):
+        build = record.evaluation_metadata.solve_only.build if record.evaluation_metadata.solve_only else {}
+        print(record.id, build.get("tier"), build.get("measured_baseline_ratio"), build.get("lifting_gain"))
     return 0
 
 

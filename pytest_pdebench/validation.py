@@ -304,6 +304,9 @@ def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | N
 
 
 SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this many tau_acc
+# a solver that reads u out of the data's text and solves for the part alone may be at most this
+# many times more accurate than a plain solve, as the build priced it (issue 66)
+LIFTING_GAIN_BOUND = 2.0
 SOLVE_ONLY_REFERENCE = 0.1  # and the stored part's error estimate be at most this share of every tau_acc
 
 
@@ -320,8 +323,9 @@ def u_m_miss(record: CaseRecord) -> dict[str, float]:
 def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     """A solve-only part (making/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may
-    give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc, and its own
-    error estimate is at most SOLVE_ONLY_REFERENCE x every library's tau_acc."""
+    give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc, a solver that
+    solves for the part alone gains at most LIFTING_GAIN_BOUND where the build priced it, and
+    its own error estimate is at most SOLVE_ONLY_REFERENCE x every library's tau_acc."""
     import hashlib
 
     import numpy as np
@@ -342,6 +346,12 @@ def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | 
     if small:
         return f"the solve-only part is {part.share:.2g} of u, under {SOLVE_ONLY_TAUS:g} x tau_acc on " + ", ".join(
             f"{library} ({SOLVE_ONLY_TAUS * tau:.2g})" for library, tau in sorted(small.items())
+        )
+    gains = part.build.get("lifting_gain") or {}  # the build's estimate at each setting it priced at
+    over = {label: gain for label, gain in gains.items() if gain > LIFTING_GAIN_BOUND}
+    if over:
+        return f"lifting the manufactured u out of the data's text gains over {LIFTING_GAIN_BOUND:g} x: " + ", ".join(
+            f"{gain:.2f} x at {label}" for label, gain in sorted(over.items())
         )
     # the stored part's own error: a small share of every tau_acc (thresholds calibrated after the build)
     loose = {library: tau for library, tau in taus.items() if part.stored_error() > SOLVE_ONLY_REFERENCE * tau}

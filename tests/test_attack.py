@@ -40,7 +40,12 @@ def test_the_audit_names_the_records_whose_answer_the_attacker_reaches(tmp_path)
     assert again.returncode == 1 and "[1/2]" not in again.stdout
     assert "1 under 3\n  poisson_in_reach: 0.00" in again.stdout
     alone = write_jsonl(tmp_path / "alone.jsonl", [hidden])  # nothing within reach: the gate passes
-    assert audit(alone, tmp_path / "alone-attacks.jsonl").returncode == 0
+    passed = audit(alone, tmp_path / "alone-attacks.jsonl")
+    assert passed.returncode == 0 and "1 records' parts were built before the lifting gain was priced" in passed.stdout
+    # a part whose build priced lifting u_m out of the text over the bound fails the gate, named
+    hidden["evaluation_metadata"]["solve_only"]["build"]["lifting_gain"] = {"calibration": 1.4, "P1/9": 2.3}
+    gaining = audit(write_jsonl(tmp_path / "gaining.jsonl", [hidden]), tmp_path / "alone-attacks.jsonl")
+    assert gaining.returncode == 1 and "gains over 2 x on 1 records:\n  poisson_basic: 2.30 x" in gaining.stdout
 
 
 def test_from_any_folder_the_default_attacker_is_the_bundled_one_and_a_missing_one_is_named(

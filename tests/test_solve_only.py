@@ -77,6 +77,12 @@ def test_a_part_is_built_within_its_bounds_and_the_forcing_drives_it(built):
     ratio = part.build["measured_baseline_ratio"]
     assert 0.5 < ratio <= solve_only.RATIO_CAP and outcome.measured_ratio == ratio
     assert part.share >= validation.SOLVE_ONLY_TAUS * tau() * ratio
+    # priced at the calibration setting and the coarsest P1 and P2 the gate admits: lifting u_m
+    # out of the text gains at most the bound at each (the quadrature estimate of the build)
+    gains = part.build["lifting_gain"]
+    assert set(gains) >= {"calibration"} and {label[:2] for label in gains} >= {"P1", "P2"}
+    assert max(gains.values()) <= solve_only.GAIN_BOUND
+    assert outcome.worst_gain == pytest.approx(max(gains.values()), 1e-3)
 
 
 def test_a_part_the_baseline_cannot_carry_is_not_kept(tmp_path, dolfinx_available):
@@ -88,13 +94,58 @@ def test_a_part_the_baseline_cannot_carry_is_not_kept(tmp_path, dolfinx_availabl
     assert record.evaluation_metadata.solve_only is None and outcome.measured_ratio > solve_only.RATIO_CAP
 
 
-def test_the_smooth_tier_draws_one_wave_of_one_period():
+def test_the_smooth_tier_draws_one_wave_of_one_period_and_the_rough_tier_shorter_ones():
     import sympy as sp
 
     record = CaseRecord.model_validate(record_dict("poisson_l_shape"))
-    first, smooth = solve_only.driving_field(record), solve_only.driving_field(record, smooth=True)
+    first, smooth = solve_only.driving_field(record), solve_only.driving_field(record, "smooth")
     assert len(sp.Add.make_args(first)) == solve_only.WAVES and len(sp.Add.make_args(smooth)) == 1
-    assert smooth == solve_only.driving_field(record, smooth=True)  # drawn from the case id alone
+    assert smooth == solve_only.driving_field(record, "smooth")  # drawn from the case id alone
+    rough = sp.Add.make_args(solve_only.driving_field(record, "rough"))
+    assert len(rough) == solve_only.ROUGH_WAVES
+    low, high = solve_only.ROUGH_PERIODS[0]
+    for wave in rough:  # every axis at ROUGH_PERIODS periods across the box (the L-shape's is the unit square)
+        argument = next(a for a in wave.atoms(sp.cos)).args[0]
+        for axis in (solve_only.x, solve_only.y):
+            periods = abs(float(sp.diff(argument, axis) / (2 * sp.pi)))
+            assert low <= round(periods) < high
+
+
+def test_the_lifting_gain_adds_the_two_errors_in_quadrature():
+    """A solver that lifts u_m errs by delta's part (s r), a plain one by both (a and s r):
+    the share that gives a gain g at every setting is the largest a / (sqrt(g^2 - 1) r)."""
+    priced = solve_only.Pricing([("calibration", {}, 1e-3, 0.01), ("P1/8", {}, 4e-3, 0.02)])
+    share = priced.share_for(2.0)
+    assert share == pytest.approx(4e-3 / (3**0.5 * 0.02))
+    gains = priced.gains(share)
+    assert gains["P1/8"] == pytest.approx(2.0) and gains["calibration"] < 2.0
+    assert priced.gains(10 * share)["P1/8"] < 1.1  # a larger part: lifting buys less
+
+
+@pytest.mark.parametrize(
+    ("error", "start", "degree", "coarsest"),
+    [
+        (lambda n: n**-3.0, 144, 2, 10),  # a smooth P2 error from a fine P1 calibration
+        (lambda n: n**-3.0 + 0.5 * n**-2.0, 144, 2, 24),  # a straight-edged curved boundary: slower
+        (lambda n: 30 * n**-2.0, 69, 1, 174),  # P1 from a P2 calibration: finer than it
+        (lambda n: 1.0, 20, 1, 80),  # never within tau: the finest tried (FINEST x)
+    ],
+)
+def test_the_pricing_finds_the_coarsest_mesh_the_gate_admits(error, start, degree, coarsest):
+    """The coarsening search of the pricing: the fewest cells per side whose bare error is
+    within tau, whatever order the error has, in a handful of solves."""
+    tried = []
+
+    def bare_error(setting):
+        tried.append(setting["cells_per_side"])
+        assert setting["element_degree"] == degree and setting["solver"] == "direct"
+        return error(setting["cells_per_side"])
+
+    calibration = {"cells_per_side": start, "element_degree": 2, "solver": "direct"}
+    at = functools.partial(solve_only._at_cells, calibration, degree)
+    count, setting, found = solve_only._coarsest_passing(bare_error, at, start, degree + 1, 1e-3)
+    assert count == setting["cells_per_side"] == coarsest and found == error(coarsest)
+    assert len(tried) <= solve_only.COARSEN_STEPS
 
 
 def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
@@ -126,6 +177,10 @@ def test_a_part_that_is_not_the_one_built_or_too_small_is_refused(built, tmp_pat
     # a tau_acc calibrated after the build, so small that the part's own error is a fifth of it
     copy.evaluation_metadata.thresholds["dolfinx"].tau_acc = 5 * copy.evaluation_metadata.solve_only.stored_error()
     assert "own error estimate" in validation.check_solve_only(copy, folder)
+    # a part the build priced over the bound: lifting u_m out of the text would gain too much
+    copy = CaseRecord.model_validate(data)
+    copy.evaluation_metadata.solve_only.build["lifting_gain"]["P1/7"] = 2.6
+    assert "gains over 2 x: 2.60 x at P1/7" in validation.check_solve_only(copy, folder)
 
 
 def test_the_ansatz_fit_fits_the_published_record_and_misses_the_part(built, tmp_path):
@@ -163,6 +218,25 @@ def test_regenerating_the_case_file_keeps_the_part_unless_the_case_changed(built
     rewrite_case_file(path, [changed])
     [(_, redrawn)] = list(iter_case_file(path))
     assert redrawn.evaluation_metadata.solve_only is None
+
+
+def test_a_part_taken_off_leaves_the_record_and_thresholds_as_before_the_build(built):
+    """``without_part`` (a part built again: ``build-solve-only --again``): the forcing as
+    generated, and each e_base divided by the baseline ratio the build measured, tau_acc from it."""
+    import sympy as sp
+
+    from pytest_pdebench.expressions import parse_expression
+
+    record, _, _ = built
+    bare = parts.without_part(record)
+    original = small_record()
+    assert bare.evaluation_metadata.solve_only is None
+    forcings = (bare.case_spec.pde.forcing.value, original.case_spec.pde.forcing.value)
+    assert sp.expand(parse_expression(forcings[0]) - parse_expression(forcings[1])) == 0
+    ratio = record.evaluation_metadata.solve_only.build["measured_baseline_ratio"]
+    before, after = record.evaluation_metadata.thresholds["dolfinx"], bare.evaluation_metadata.thresholds["dolfinx"]
+    assert after.e_base == pytest.approx(before.e_base / ratio) and after.tau_acc == pytest.approx(10 * after.e_base)
+    assert record.evaluation_metadata.solve_only is not None  # the record itself is left as it was
 
 
 def test_assembling_takes_the_part_and_keeps_what_the_record_gained_since(built, tmp_path):

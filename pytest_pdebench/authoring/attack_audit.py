@@ -37,7 +37,7 @@ def attack_audit(
     from tabulate import tabulate
 
     from ..cases import load_cases
-    from ..validation import SOLVE_ONLY_TAUS, u_m_miss
+    from ..validation import LIFTING_GAIN_BOUND, SOLVE_ONLY_TAUS, u_m_miss
 
     chosen = [
         (path.parent, record) for path, _, record in load_cases(cases) if not families or record.family in families
@@ -62,6 +62,9 @@ def attack_audit(
     # what the threat model promises besides: u_m alone (the text's closed form) misses by
     # SOLVE_ONLY_TAUS x every track's tau_acc (validation.u_m_miss; static, from the record)
     u_m_alone = {record.id: min(misses.values()) for _, record in chosen if (misses := u_m_miss(record))}
+    # and a solver that lifts u_m out of the text gains at most LIFTING_GAIN_BOUND x (the
+    # build's estimate, worst of its pricing settings; benchmarks/lifting_gain.py measures it)
+    lifting = {record.id: gain for _, record in chosen if (gain := lifting_gain(record)) is not None}
     by_family: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_family[row["family"]].append(row)
@@ -78,6 +81,8 @@ def attack_audit(
                 f"{margins[len(margins) // 2]:.1f}" if margins else "-",
                 sum(r["error"] is None for r in found),
                 sum(m < SOLVE_ONLY_TAUS for m in alone),
+                _median([lifting[r["case_id"]] for r in found if r["case_id"] in lifting]),
+                sum(lifting.get(r["case_id"], 0.0) > LIFTING_GAIN_BOUND for r in found),
             ]
         )
     log("")
@@ -92,6 +97,8 @@ def attack_audit(
                 "median margin",
                 "no answer",
                 f"u_m alone under {SOLVE_ONLY_TAUS:g} x",
+                "lifting gain (median)",
+                f"over {LIFTING_GAIN_BOUND:g} x",
             ],
         )
     )
@@ -103,6 +110,14 @@ def attack_audit(
         )
         for m, case in short:
             log(f"  {case}: {m:.2f} x its tightest track's tau_acc")
+    gaining = sorted(((gain, case) for case, gain in lifting.items() if gain > LIFTING_GAIN_BOUND), reverse=True)
+    if gaining:
+        log(f"\nlifting u_m out of the text gains over {LIFTING_GAIN_BOUND:g} x on {len(gaining)} records:")
+        for gain, case in gaining:
+            log(f"  {case}: {gain:.2f} x")
+    unpriced = sum(r.evaluation_metadata.solve_only is not None and r.id not in lifting for _, r in chosen)
+    if unpriced:
+        log(f"\n{unpriced} records' parts were built before the lifting gain was priced: no estimate")
     under = sorted((r for r in rows if r["margin"] is not None and r["margin"] < margin), key=lambda r: r["margin"])
     log(
         f"\nmargin: the attacker's error over the record's largest tau_acc ({len(rows)} records, "
@@ -110,4 +125,16 @@ def attack_audit(
     )
     for row in under:
         log(f"  {row['case_id']}: {row['margin']:.2f}")
-    return 1 if under or short else 0
+    return 1 if under or short or gaining else 0
+
+
+def lifting_gain(record) -> float | None:
+    """The build's estimate of what lifting u_m out of the text gains (the worst of the
+    settings it priced at); None for a record without a priced part."""
+    part = record.evaluation_metadata.solve_only
+    gains = (part.build.get("lifting_gain") or {}) if part is not None else {}
+    return max(gains.values()) if gains else None
+
+
+def _median(values: list[float]) -> str:
+    return f"{sorted(values)[len(values) // 2]:.2f}" if values else "-"

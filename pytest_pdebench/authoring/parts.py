@@ -71,13 +71,22 @@ def build_parts(
 
 
 def without_part(record: CaseRecord) -> CaseRecord:
-    """The record as generated: its part's forcing term taken off, no part."""
+    """The record as generated: its part's forcing term taken off, no part, and its thresholds
+    as the baseline had them then (each e_base divided by the baseline ratio the build
+    measured, tau_acc from it: a part built again is priced against the bare record's)."""
+    from ..thresholds import accuracy_threshold
+
     part = record.evaluation_metadata.solve_only
     if part is None:
         return record
     data = record.case_spec_dict()
     data["pde"]["forcing"]["value"] = forcing_without_part(data["pde"]["forcing"]["value"], part.forcing)
-    meta = record.evaluation_metadata.model_copy(update={"solve_only": None})
+    meta = record.evaluation_metadata.model_copy(update={"solve_only": None}, deep=True)
+    ratio = part.build.get("measured_baseline_ratio") or part.build.get("predicted_baseline_ratio") or 1.0
+    config = record.evaluation_config
+    for thresholds in meta.thresholds.values():
+        thresholds.e_base /= ratio
+        thresholds.tau_acc = accuracy_threshold(thresholds.e_base, config.alpha_acc, config.tau_min, config.tau_max)
     spec = type(record.case_spec).model_validate(data)
     return record.model_copy(update={"case_spec": spec, "evaluation_metadata": meta})
 
