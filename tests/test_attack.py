@@ -82,3 +82,20 @@ def test_beside_another_thread_the_attacker_runs_in_a_fresh_interpreter(tmp_path
         release.set()
         other.join()
     assert result.reason == "" and result.error < 1e-8 and result.seconds > 0, result
+
+
+def test_reprice_takes_the_parts_not_priced_by_what_lifting_gains_or_priced_over_the_bound(tmp_path):
+    """``build-solve-only --reprice``: the parts built under an earlier rule (no estimate), and
+    those whose estimate is over 2 x, are built again; a part priced within it stays."""
+    from pytest_pdebench.cli.suite import _not_priced
+
+    records = []
+    for name, gains in (("unpriced", None), ("within", {"calibration": 1.6, "P1/9": 1.9}), ("over", {"P2/7": 2.4})):
+        data = copy.deepcopy(starter_records()["poisson_basic"])
+        data["id"] = f"poisson_{name}"
+        if gains:
+            data["evaluation_metadata"]["solve_only"]["build"]["lifting_gain"] = gains
+        records.append(data)
+    bare = record_dict("poisson_basic", new_id="poisson_no_part")  # no part: nothing to build again
+    cases = write_jsonl(tmp_path / "cases.jsonl", [*records, bare])
+    assert _not_priced(cases) == {"poisson_unpriced", "poisson_over"}

@@ -171,7 +171,8 @@ def _build_solve_only(args) -> int:
             (index - 1, count),
             log=say,
             retry=args.retry,
-            again=_under_margin(args.again) if args.again else frozenset(),
+            again=(_under_margin(args.again) if args.again else set())
+            | (_not_priced(Path(args.cases)) if args.reprice else set()),
         )
         print(f"kept {kept} of {tried}")
     if args.discard:
@@ -191,6 +192,21 @@ def _under_margin(audit: str) -> set[str]:
     if not rows:
         raise SystemExit(f"{audit}: no attack-audit rows there (pdebench attack-audit --out FILE writes them)")
     return {case_id for case_id, row in rows.items() if row["margin"] is not None and row["margin"] < ATTACK_MARGIN}
+
+
+def _not_priced(cases: Path) -> set[str]:
+    """The records whose part was not priced by what lifting gains (built under an earlier
+    rule), or whose build's estimate is over the bound."""
+    from ..authoring.attack_audit import lifting_gain
+    from ..cases import iter_case_file
+    from ..validation import LIFTING_GAIN_BOUND
+
+    return {
+        record.id
+        for _, record in iter_case_file(cases)
+        if record.evaluation_metadata.solve_only is not None
+        and ((gain := lifting_gain(record)) is None or gain > LIFTING_GAIN_BOUND)
+    }
 
 
 def _build_solve_only_command(commands) -> None:
@@ -213,6 +229,11 @@ def _build_solve_only_command(commands) -> None:
         "--again",
         metavar="AUDIT",
         help="build again the parts of the records an attack-audit file (its --out) has under the margin",
+    )
+    solve_only.add_argument(
+        "--reprice",
+        action="store_true",
+        help="build again the parts not priced by what lifting u_m out of the text gains, or priced over 2 x",
     )
     solve_only.add_argument(
         "--discard",
