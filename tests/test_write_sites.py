@@ -111,7 +111,7 @@ HARNESS_ONLY = {
     "live_variants.py": (3, "a variant's part folder in the answers cache (harness only; hidden from runs)"),
     "making/attack.py": (1, "the attacker's temp folder"),
     "making/refinement.py": (1, "a build's temp folder"),
-    "making/solve_only.py": (4, "a part's references and its entry (the part store, the answers cache; hidden from runs)"),
+    "making/solve_only.py": (5, "a part's references (a rougher build's put back), its entry (the part store, the answers cache; hidden from runs)"),
     "baseline_pass.py": (8, "the pass's coordination folder and the baselines' audit folder"),
     "calibration.py": (4, "the calibration store"),
     "cases.py": (5, "case files and the checked-cases cache"),
