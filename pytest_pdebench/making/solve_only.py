@@ -278,6 +278,7 @@ class SolveOnlyOutcome:
     scale: float | None = None  # s of the forcing's term s * F
     attack_margin: float | None = None  # the attacker's error over tau_acc on the built record
     lifting_gain: dict[str, float] | None = None  # each pricing setting's gain (Pricing.gains), as built
+    pricing: Pricing | None = None  # the rows they come from (a retry at another scale reuses a linear part's)
 
     @property
     def worst_gain(self) -> float:
@@ -441,11 +442,19 @@ def _coarsest_passing(bare_error, at, start: int, order: float, tau: float) -> t
 
 
 def linear_part(
-    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS, scale: float | None = None
+    record: CaseRecord,
+    oracle_dir: Path,
+    field,
+    valid,
+    exact,
+    levels=LEVELS,
+    scale: float | None = None,
+    known: Pricing | None = None,
 ) -> tuple[list[np.ndarray], float, float, list, Pricing | None]:
     """delta at the three levels, the predicted ratio of the calibration baseline's error, and
     the pricing: delta_1 (F drives it) scaled so that lifting gains at most GAIN_AIM at every
-    pricing setting, within the share's bounds and RATIO_AIM_MAX (or by ``scale`` when given)."""
+    pricing setting, within the share's bounds and RATIO_AIM_MAX (or by ``scale`` when given).
+    ``known``: the pricing of the same F and levels (delta_1's errors do not depend on the scale)."""
     names = _components(record)
     spec = homogeneous_spec(record, field)
     runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in levels]
@@ -457,7 +466,7 @@ def linear_part(
         baseline = run_baseline(oracle_dir, record.family, spec, names, at)
         return _norm(baseline - fine, valid) / max(_norm(fine, valid), 1e-300)
 
-    priced = pricing(record, oracle_dir, valid, exact, part_error)
+    priced = known if known is not None else pricing(record, oracle_dir, valid, exact, part_error)
     if scale is not None:
         return [scale * part for part in parts], scale, math.nan, dofs, priced
     smallest = share_bounds(record)[0]
@@ -471,7 +480,14 @@ def linear_part(
 
 
 def nonlinear_part(
-    record: CaseRecord, oracle_dir: Path, field, valid, exact, levels=LEVELS, scale: float | None = None
+    record: CaseRecord,
+    oracle_dir: Path,
+    field,
+    valid,
+    exact,
+    levels=LEVELS,
+    scale: float | None = None,
+    known: Pricing | None = None,
 ) -> tuple[list[np.ndarray], float, float, list, Pricing | None]:
     """delta at the three levels for a nonlinear family: the whole perturbed problem less u_m.
     No superposition: the part a guess of the scale drives comes from two solves at level 1,
@@ -479,7 +495,7 @@ def nonlinear_part(
     slow Navier-Stokes flow was as large as the part), and the baseline's error on it from two
     baseline runs at each pricing setting alike (small parts respond about linearly); the
     scale is then the guess times the priced share over the guess's (``scale`` given: the
-    guess, priced as it is)."""
+    guess, priced as it is; ``known`` is not used: the response depends on the scale)."""
     names = _components(record)
     smallest = share_bounds(record)[0]
     size = _norm(exact, valid)
@@ -593,7 +609,7 @@ def _out_of_reach(record, original, case_dir: Path, oracle_dir: Path, attacker, 
             break
         again = original.model_copy(deep=True)
         scale = _scale(outcome.scale * ATTACK_AIM * ATTACK_MARGIN / max(found.margin, 1e-9))
-        retried = _build_at(again, case_dir, oracle_dir, how[0], how[1], scale=scale)
+        retried = _build_at(again, case_dir, oracle_dir, how[0], how[1], scale=scale, known=outcome.pricing)
         if not retried.kept:
             retried.reason = f"{within}; a larger part: {retried.reason}"
             outcome = retried
@@ -605,9 +621,16 @@ def _out_of_reach(record, original, case_dir: Path, oracle_dir: Path, attacker, 
 
 
 def _build_at(
-    record: CaseRecord, case_dir: Path, oracle_dir: Path, levels, tier: str = "", scale: float | None = None
+    record: CaseRecord,
+    case_dir: Path,
+    oracle_dir: Path,
+    levels,
+    tier: str = "",
+    scale: float | None = None,
+    known: Pricing | None = None,
 ) -> SolveOnlyOutcome:
-    """One build at ``levels`` with ``tier``'s F; ``scale``: s given (the attacker's rule), not priced."""
+    """One build at ``levels`` with ``tier``'s F; ``scale``: s given (the attacker's rule), not
+    priced; ``known``: the pricing of an earlier build of the same F and levels."""
     started = time.perf_counter()
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
@@ -616,7 +639,7 @@ def _build_at(
     field = driving_field(record, tier)
     try:
         build = nonlinear_part if nonlinear(record) else linear_part
-        deltas, scale, ratio, dofs, priced = build(record, oracle_dir, field, valid, exact, levels, scale)
+        deltas, scale, ratio, dofs, priced = build(record, oracle_dir, field, valid, exact, levels, scale, known)
     except Exception as exc:  # noqa: BLE001 - the oracle cannot do it: the record stays as it is, with the reason
         return SolveOnlyOutcome(record.id, False, f"{ORACLE_FAILED}: {type(exc).__name__}: {str(exc)[:200]}")
     coarse, base, fine = deltas
@@ -625,6 +648,7 @@ def _build_at(
     outcome = SolveOnlyOutcome(record.id, False, "", size_of_part, scale=scale)
     outcome.reference_error = _norm(base - fine, valid) / _norm(exact + fine, valid)
     outcome.predicted_ratio = ratio
+    outcome.pricing = priced
     outcome.lifting_gain = priced.gains(size_of_part) if priced is not None else None
     outcome.miss = output_miss(record, exact, fine, valid)
     outcome.seconds = time.perf_counter() - started
