@@ -74,8 +74,10 @@ from .refinement import run_baseline, run_oracle
 # from it). The ceilings are wide because at a P2 calibration setting u_m may be resolved 13 x
 # better than delta where P1 resolves both alike (helmholtz_k20_star_001): a part priced
 # for P1 grows the P2 baseline's error 2.5 x, and 0.15 of u_m was too little for
-# helmholtz_k5_sector_004 at any F (its u_m is as hard for the baseline as delta)
-MIN_TAUS, MAX_SHARE, GAIN_AIM, RATIO_AIM_MAX = 6.0, 0.4, 1.8, 2.0
+# helmholtz_k5_sector_004 at any F (its u_m is as hard for the baseline as delta). GAIN_AIM sits
+# under the bound 2 because the oracle's estimate ran ~15% under the gain the textbook solver
+# measured (trial of 16 records at 1.8: 3 measured 2.11-2.19 where the build said 1.76-1.80)
+MIN_TAUS, MAX_SHARE, GAIN_AIM, RATIO_AIM_MAX = 6.0, 0.4, 1.6, 2.0
 # the gain the check asks of a built part (validation's bound: issue 66); a part priced over it
 # (MAX_SHARE or RATIO_AIM_MAX bind: the baseline resolves F too well) is built again from a
 # rougher F, and the one with the smaller worst gain kept
