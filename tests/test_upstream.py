@@ -35,7 +35,7 @@ REJECTED = ("poisson_3d_smooth_trig", "burgers_eccentric_v4", "biharmonic_no_exa
 def upstream_lines() -> list[str]:
     if not UPSTREAM.is_file():
         if REQUIRE_RUNTIMES:
-            pytest.fail(f"the upstream file is expected at {UPSTREAM}")
+            pytest.fail(f"the upstream file is expected at {UPSTREAM} (beside the checkout; PDEBENCH_UPSTREAM names another place)")
         pytest.skip(f"no upstream file at {UPSTREAM}")
     return [line for line in UPSTREAM.read_text(encoding="utf-8").splitlines() if line.strip()]
 
