@@ -14,6 +14,7 @@ from pytest_pdebench.cases import load_cases
 from pytest_pdebench.testing import REPO
 
 SEARCH = REPO / "submissions" / "lifting" / "dolfinx" / "_closed_form.py"
+FAMILIES = ("poisson", "helmholtz", "heat", "convection_diffusion", "reaction_diffusion", "wave")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def _records(per_family: int, construction: str):
     counts, chosen = {}, []
     for _, _, record in load_cases(REPO / "cases"):
         meta, family = record.evaluation_metadata, record.family
-        if (family in ("poisson", "helmholtz", "heat", "convection_diffusion") and counts.get(family, 0) < per_family
+        if (family in FAMILIES and counts.get(family, 0) < per_family
                 and meta.construction_method == construction and not record.case_spec_dict()["bc"].get("periodic")):
             counts[family] = counts.get(family, 0) + 1
             chosen.append(record)

@@ -7,10 +7,12 @@ import json
 import numpy as np
 import sympy as sp
 
-X, Y, Z, T = sp.symbols("x y z t")
+X, Y, Z, T, U = sp.symbols("x y z t u")
 COORDS = (X, Y, Z)
 NAMES = {"x": X, "y": Y, "z": Z, "t": T, "pi": sp.pi, "e": sp.E}
-FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None}
+# the families the rung lifts, and the coefficient of each one's flux (wave's: c, squared)
+FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None,
+        "reaction_diffusion": "epsilon", "wave": "c"}
 NORMALS = {f"{axis}_{end}": (index, sign) for index, axis in enumerate("xyz")
            for end, sign in (("min", -1), ("max", 1))}
 POINTS, MAX_TERMS, FIT, BINARY = 300, 14, 1e-6, 1e-4
@@ -37,7 +39,17 @@ def dimension(spec):
 
 def flux_coefficient(spec):
     name = FLUX[spec["pde"]["type"]]
-    return parse(spec["pde"]["params"][name]) if name else sp.Integer(1)
+    value = parse(spec["pde"]["params"][name]) if name else sp.Integer(1)
+    return value**2 if spec["pde"]["type"] == "wave" else value
+
+
+def reaction(spec):
+    """R(u) as a numpy function of (u's values, the columns); None where the family has none."""
+    if spec["pde"]["type"] != "reaction_diffusion":
+        return None
+    compiled = sp.lambdify((U, X, Y, Z, T), sp.parse_expr(spec["pde"]["params"]["reaction"].replace("^", "**"),
+                                                          local_dict=dict(NAMES, u=U)), "numpy")
+    return lambda u, columns: np.broadcast_to(compiled(u, *columns), columns[0].shape).astype(float)
 
 
 def function(expr):
@@ -59,7 +71,8 @@ def derivative(fn, axis, step):
 
 
 def operator(spec):
-    """L as a function of a term's numpy function: the family's strong form without the forcing."""
+    """L as a function of a term's numpy function: the linear part of the family's strong form
+    (without the forcing and a reaction term)."""
     pde, dim = spec["pde"], dimension(spec)
     family = pde["type"]
     if family not in FLUX:
@@ -77,6 +90,8 @@ def operator(spec):
                 beta = function(parse(pde["params"]["beta"][axis]))
                 parts.append(lambda cols, grad=grad, beta=beta: -beta(cols) * grad(cols))
         rate = derivative(s, 3, STEP * pde["time"]["t_end"]) if "time" in pde else None
+        if rate and family == "wave":
+            rate = derivative(rate, 3, STEP * pde["time"]["t_end"])  # u_tt
         k2 = float(parse(pde["params"]["k"])) ** 2 if family == "helmholtz" else 0.0
 
         def value(cols):
@@ -116,8 +131,9 @@ def closed_form(spec):
     terms = sp.Add.make_args(forcing)
     if not data or len(data) > MAX_TERMS:
         return sp.Integer(0), forcing
-    apply, columns = operator(spec), sample_points(spec)
+    apply, columns, react = operator(spec), sample_points(spec), reaction(spec)
     residuals = np.stack([apply(function(term))(columns) for term in data], axis=1)
+    term_values = np.stack([function(term)(columns) for term in data], axis=1) if react else None
     shapes = np.stack([function(term)(columns) for term in terms], axis=1)
     # the rest's weights on the forcing's terms: 1 on each term of what drives w, 0 elsewhere;
     # those terms are independent of L(S)'s (which may depend on one another: x*y*exp(x),
@@ -127,6 +143,8 @@ def closed_form(spec):
     for count in range(len(data), 0, -1):
         for chosen in itertools.combinations(range(len(data)), count):
             rest = total - residuals[:, list(chosen)].sum(axis=1)
+            if react:  # the linear part adds up term by term; R is applied to the sum
+                rest = rest - react(term_values[:, list(chosen)].sum(axis=1), columns)
             weights = inverse @ rest
             binary = np.all(np.minimum(np.abs(weights), np.abs(weights - 1)) < BINARY)
             if binary and np.linalg.norm(shapes @ weights - rest) < FIT * size:
@@ -139,6 +157,9 @@ def lifted_spec(spec, s, rest):
     """The problem w = u - S solves: the same operator and boundary pieces, other data."""
     lifted = json.loads(json.dumps(spec))
     lifted["pde"]["forcing"]["value"] = text(rest)
+    if spec["pde"]["type"] == "reaction_diffusion":  # w's reaction: R(w + S) - R(S), so L(S + w) = f
+        r = sp.parse_expr(spec["pde"]["params"]["reaction"].replace("^", "**"), local_dict=dict(NAMES, u=U))
+        lifted["pde"]["params"]["reaction"] = text(r.subs(U, U + s) - r.subs(U, s))
     for condition in conditions(lifted, "dirichlet"):
         condition["value"] = text(parse(condition["value"]) - s)
     c = flux_coefficient(spec)
@@ -153,4 +174,7 @@ def lifted_spec(spec, s, rest):
     if spec.get("ic"):
         t0 = spec["pde"]["time"].get("t0", 0.0)
         lifted["ic"]["value"] = text(parse(spec["ic"]["value"]) - s.subs(T, t0))
+        if spec["pde"]["type"] == "wave":  # and u_t at t0
+            velocity = parse(spec["ic"].get("velocity", 0))
+            lifted["ic"]["velocity"] = text(velocity - sp.diff(s, T).subs(T, t0))
     return lifted

@@ -12,7 +12,8 @@ fits, S = 0 and the solve is the plain one.
 
 The setting (``_setting.py``: CELLS, DEGREE, LIFT) lets benchmarks/lifting_gain.py compare the
 lifted solve with the plain one (LIFT = False) on the same mesh and element. Families: poisson,
-helmholtz, heat, convection_diffusion (the others raise: F-Exec).
+helmholtz, heat, convection_diffusion, reaction_diffusion (w's reaction R(w + S) - R(S)) and wave
+(u_t at t0 less S's too); the others raise: F-Exec.
 """
 
 import importlib

@@ -17,7 +17,7 @@ import _textbook as tb
 def solve(case_spec):
     started = time.perf_counter()
     msh = tb.build_mesh(case_spec)
-    V = fem.functionspace(msh, ("Lagrange", 1))
+    V = fem.functionspace(msh, ("Lagrange", tb.DEGREE))
     pde = case_spec["pde"]
     t0, dt, steps = tb.time_steps(case_spec)
     t_old, t_new = fem.Constant(msh, t0), fem.Constant(msh, t0)
@@ -43,6 +43,6 @@ def solve(case_spec):
         update_bcs()
         iterations += tb.newton_solve(problem)
         u_n.x.array[:] = u.x.array
-    tb.finish(case_spec, u, started, {"element_degree": 1, "num_dofs": V.dofmap.index_map.size_global,
+    tb.finish(case_spec, u, started, {"element_degree": tb.DEGREE, "num_dofs": V.dofmap.index_map.size_global,
                                       "time_scheme": "crank_nicolson", "dt": dt, "n_steps": steps,
                                       "newton_iterations": iterations, "converged": True})

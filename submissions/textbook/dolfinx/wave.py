@@ -20,7 +20,7 @@ import _textbook as tb
 def solve(case_spec):
     started = time.perf_counter()
     msh = tb.build_mesh(case_spec)
-    V = fem.functionspace(msh, ("Lagrange", 1))
+    V = fem.functionspace(msh, ("Lagrange", tb.DEGREE))
     pde, ic = case_spec["pde"], case_spec["ic"]
     c = tb.expr(pde["params"]["c"], msh)
     t0, dt, steps = tb.time_steps(case_spec)
@@ -43,8 +43,8 @@ def solve(case_spec):
         t_old.value, t_new.value = t0 + n * dt, t0 + (n + 1) * dt
         update_bcs()
         tb.lu_solve(problem)
-        w_n.x.array[:] = 2 * (uh.x.array - u_n.x.array) / dt - w_n.x.array  # P1: nodal values
+        w_n.x.array[:] = 2 * (uh.x.array - u_n.x.array) / dt - w_n.x.array  # Lagrange: nodal values
         u_n.x.array[:] = uh.x.array
-    tb.finish(case_spec, uh, started, {"element_degree": 1, "num_dofs": V.dofmap.index_map.size_global,
+    tb.finish(case_spec, uh, started, {"element_degree": tb.DEGREE, "num_dofs": V.dofmap.index_map.size_global,
                                        "time_scheme": "crank_nicolson (newmark average acceleration)",
                                        "dt": dt, "n_steps": steps, "converged": True})

@@ -1,0 +1,1 @@
+../../textbook/dolfinx/reaction_diffusion.py

@@ -1,0 +1,1 @@
+../../textbook/dolfinx/wave.py
