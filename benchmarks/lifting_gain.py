@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 RUNG = REPO / "submissions" / "lifting" / "dolfinx"
 OUT = REPO / "reports" / "lifting"
 RESULTS = REPO / "benchmarks" / "results"
-FAMILIES = ("(poisson or helmholtz or heat or convection_diffusion or reaction_diffusion or wave)"
-            " and manufactured_solution")  # the rung's
+FAMILIES = ("(poisson or helmholtz or heat or convection_diffusion or reaction_diffusion or wave or biharmonic"
+            " or linear_elasticity) and manufactured_solution")  # the rung's
 
 
 def folder(setting: str, lift: bool, name: str) -> Path:

@@ -12,10 +12,15 @@ COORDS = (X, Y, Z)
 NAMES = {"x": X, "y": Y, "z": Z, "t": T, "pi": sp.pi, "e": sp.E}
 # the families the rung lifts, and the coefficient of each one's flux (wave's: c, squared)
 FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None,
-        "reaction_diffusion": "epsilon", "wave": "c"}
+        "reaction_diffusion": "epsilon", "wave": "c", "biharmonic": None,
+        "linear_elasticity": None}
 NORMALS = {f"{axis}_{end}": (index, sign) for index, axis in enumerate("xyz")
            for end, sign in (("min", -1), ("max", 1))}
 POINTS, MAX_TERMS, FIT, BINARY = 300, 14, 1e-6, 1e-4
+# biharmonic: a term this small is differentiated by sympy (four nested differences lose ~1e-4 to
+# rounding, over FIT); a larger one (the hiding term) by differences: it is never part of S
+SYMBOLIC_OPS = 400
+VECTOR = ("linear_elasticity",)
 STEP = 1e-3  # of the box's extent (and of t_end): the differences' step
 SEED = 66
 
@@ -77,6 +82,8 @@ def operator(spec):
     family = pde["type"]
     if family not in FLUX:
         raise NotImplementedError(f"the lifting rung has no operator for {family}")
+    if family == "biharmonic":
+        return None  # term by term: ``residual``
     box = spec["eval_grid"]["bbox"]
     steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(dim)]
     c = function(flux_coefficient(spec))
@@ -103,6 +110,30 @@ def operator(spec):
     return apply
 
 
+def residual(spec, apply, term):
+    """L(term) as a numpy function of the columns."""
+    if spec["pde"]["type"] == "biharmonic" and sp.count_ops(term) <= SYMBOLIC_OPS:
+        return function(laplacian(spec, laplacian(spec, term)))
+    if spec["pde"]["type"] == "biharmonic":
+        return biharmonic_differences(spec, function(term))
+    return apply(function(term))
+
+
+def laplacian(spec, expr):
+    return sum(sp.diff(expr, axis, 2) for axis in COORDS[: dimension(spec)])
+
+
+def biharmonic_differences(spec, fn):
+    box = spec["eval_grid"]["bbox"]
+    steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(dimension(spec))]
+
+    def lap(g):
+        parts = [derivative(derivative(g, axis, steps[axis]), axis, steps[axis]) for axis in range(len(steps))]
+        return lambda cols: sum(part(cols) for part in parts)
+
+    return lap(lap(fn))
+
+
 def as_columns(spatial, times):
     """The columns x, y, z, t the numpy functions take: a 2-D case's z filled in."""
     return list(spatial) + [np.full_like(spatial[0], 0.5)] * (3 - len(spatial)) + [times]
@@ -123,7 +154,9 @@ def values(expr, columns):
 def closed_form(spec):
     """(S, the forcing's terms L(S) does not explain): the largest subset of the Dirichlet and
     initial data's terms whose residual is a sum of some of the forcing's terms; (0, the forcing) if
-    none."""
+    none. A vector family's S and rest are lists, a component each."""
+    if spec["pde"]["type"] in VECTOR:
+        return vector_closed_form(spec)
     forcing = parse(spec["pde"]["forcing"]["value"])
     # the initial data too: a term of u that vanishes on the boundary is not in the boundary's
     texts = [c["value"] for c in conditions(spec, "dirichlet")] + ([spec["ic"]["value"]] if spec.get("ic") else [])
@@ -132,36 +165,100 @@ def closed_form(spec):
     if not data or len(data) > MAX_TERMS:
         return sp.Integer(0), forcing
     apply, columns, react = operator(spec), sample_points(spec), reaction(spec)
-    residuals = np.stack([apply(function(term))(columns) for term in data], axis=1)
-    term_values = np.stack([function(term)(columns) for term in data], axis=1) if react else None
+    residuals = np.stack([residual(spec, apply, term)(columns) for term in data], axis=1)
     shapes = np.stack([function(term)(columns) for term in terms], axis=1)
+    term_values = np.stack([function(term)(columns) for term in data], axis=1) if react else None
+
+    def nonlinear(chosen):  # the linear part adds up term by term; R is applied to the sum
+        return react(term_values[:, list(chosen)].sum(axis=1), columns) if react else 0.0
+
+    found = select(residuals, shapes, nonlinear)
+    if found is None:
+        return sp.Integer(0), forcing
+    chosen, weights = found
+    return sp.Add(*[data[i] for i in chosen]), sp.Add(*[t for t, w in zip(terms, weights) if w > 0.5])
+
+
+def select(residuals, shapes, nonlinear=lambda chosen: 0.0):
+    """(the chosen data terms, the forcing terms' 0/1 weights) of the largest subset whose rest
+    (the forcing less its residual) is a sum of forcing terms; None if no subset is."""
     # the rest's weights on the forcing's terms: 1 on each term of what drives w, 0 elsewhere;
     # those terms are independent of L(S)'s (which may depend on one another: x*y*exp(x),
     # x*exp(x)*y/2, ...), so that 0/1 vector is the least-squares solution of least norm
     inverse, total = np.linalg.pinv(shapes), shapes.sum(axis=1)
     size = max(np.linalg.norm(total), 1.0)
-    for count in range(len(data), 0, -1):
-        for chosen in itertools.combinations(range(len(data)), count):
-            rest = total - residuals[:, list(chosen)].sum(axis=1)
-            if react:  # the linear part adds up term by term; R is applied to the sum
-                rest = rest - react(term_values[:, list(chosen)].sum(axis=1), columns)
+    for count in range(residuals.shape[1], 0, -1):
+        for chosen in itertools.combinations(range(residuals.shape[1]), count):
+            rest = total - residuals[:, list(chosen)].sum(axis=1) - nonlinear(chosen)
             weights = inverse @ rest
             binary = np.all(np.minimum(np.abs(weights), np.abs(weights - 1)) < BINARY)
             if binary and np.linalg.norm(shapes @ weights - rest) < FIT * size:
-                left = sp.Add(*[term for term, weight in zip(terms, weights) if weight > 0.5])
-                return sp.Add(*[data[i] for i in chosen]), left
-    return sp.Integer(0), forcing
+                return chosen, weights
+    return None
+
+
+def elasticity_operator(spec):
+    """L(e in component i) as numpy functions of the columns, a component each:
+    -mu lap(e) delta_ij - (mu + lambda) d_i d_j e (plane strain in 2-D)."""
+    params, dim = spec["pde"]["params"], dimension(spec)
+    if "mu" in params:
+        mu, lmbda = float(params["mu"]), float(params["lambda"])
+    else:
+        young, nu = float(params["E"]), float(params["nu"])
+        mu, lmbda = young / (2 * (1 + nu)), young * nu / ((1 + nu) * (1 - 2 * nu))
+    box = spec["eval_grid"]["bbox"]
+    steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(dim)]
+
+    def apply(fn, i):
+        second = {(a, b): derivative(derivative(fn, a, steps[a]), b, steps[b]) for a in range(dim) for b in range(dim)}
+        return [lambda cols, j=j: -(mu * sum(second[a, a](cols) for a in range(dim)) if i == j else 0.0)
+                - (mu + lmbda) * second[i, j](cols) for j in range(dim)]
+
+    return apply
+
+
+def vector_closed_form(spec):
+    """closed_form for linear elasticity: the data's terms are (component, term) pairs, and a
+    residual stacks every component's (a term of one component drives all of them)."""
+    dim = dimension(spec)
+    forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
+    data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
+                              for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
+    nothing = ([sp.Integer(0)] * dim, forcing)
+    if not data or len(data) > MAX_TERMS:
+        return nothing
+    apply, columns = elasticity_operator(spec), sample_points(spec)
+    zeros = np.zeros(POINTS)
+    residuals = np.stack([np.concatenate([np.broadcast_to(part(columns), (POINTS,)) for part in apply(function(term), i)])
+                          for i, term in data], axis=1)
+    terms = [(j, term) for j, value in enumerate(forcing) for term in sp.Add.make_args(value)]
+    shapes = np.stack([np.concatenate([function(term)(columns) if k == j else zeros for k in range(dim)])
+                       for j, term in terms], axis=1)
+    found = select(residuals, shapes)
+    if found is None:
+        return nothing
+    chosen, weights = found
+    s = [sp.Add(*[term for i, term in (data[c] for c in chosen) if i == k]) for k in range(dim)]
+    rest = [sp.Add(*[term for (j, term), w in zip(terms, weights) if j == k and w > 0.5]) for k in range(dim)]
+    return s, rest
 
 
 def lifted_spec(spec, s, rest):
     """The problem w = u - S solves: the same operator and boundary pieces, other data."""
     lifted = json.loads(json.dumps(spec))
+    if isinstance(s, list):  # a vector family: Dirichlet data on the whole boundary only
+        lifted["pde"]["forcing"]["value"] = [text(part) for part in rest]
+        for condition in conditions(lifted, "dirichlet"):
+            condition["value"] = [text(parse(value) - part) for value, part in zip(condition["value"], s)]
+        return lifted
     lifted["pde"]["forcing"]["value"] = text(rest)
     if spec["pde"]["type"] == "reaction_diffusion":  # w's reaction: R(w + S) - R(S), so L(S + w) = f
         r = sp.parse_expr(spec["pde"]["params"]["reaction"].replace("^", "**"), local_dict=dict(NAMES, u=U))
         lifted["pde"]["params"]["reaction"] = text(r.subs(U, U + s) - r.subs(U, s))
     for condition in conditions(lifted, "dirichlet"):
         condition["value"] = text(parse(condition["value"]) - s)
+    for condition in conditions(lifted, "laplacian"):  # biharmonic: lap(u) on the boundary
+        condition["value"] = text(parse(condition["value"]) - laplacian(spec, s))
     c = flux_coefficient(spec)
     for kind in ("neumann", "robin"):
         for condition in conditions(lifted, kind):

@@ -18,7 +18,7 @@ def solve(case_spec):
     started = time.perf_counter()
     msh = tb.build_mesh(case_spec)
     dim = msh.geometry.dim
-    V = fem.functionspace(msh, ("Lagrange", 1, (dim,)))
+    V = fem.functionspace(msh, ("Lagrange", tb.DEGREE, (dim,)))
     pde = case_spec["pde"]
     params = pde["params"]
     if "mu" in params:
@@ -36,5 +36,5 @@ def solve(case_spec):
     F = ufl.inner(sigma(u), ufl.sym(ufl.grad(v))) * ufl.dx - ufl.dot(f, v) * ufl.dx
     bcs, _ = tb.dirichlet(V, case_spec)
     uh = tb.linear_solve(F, bcs, "elasticity_")
-    tb.finish(case_spec, uh, started, {"element_degree": 1, "num_dofs": V.dofmap.index_map.size_global * dim,
+    tb.finish(case_spec, uh, started, {"element_degree": tb.DEGREE, "num_dofs": V.dofmap.index_map.size_global * dim,
                                        "converged": True})

@@ -1,0 +1,1 @@
+../../textbook/dolfinx/linear_elasticity.py
