@@ -35,7 +35,7 @@ RUNG = REPO / "submissions" / "lifting" / "dolfinx"
 OUT = REPO / "reports" / "lifting"
 RESULTS = REPO / "benchmarks" / "results"
 FAMILIES = ("(poisson or helmholtz or heat or convection_diffusion or reaction_diffusion or wave or biharmonic"
-            " or linear_elasticity) and manufactured_solution")  # the rung's
+            " or linear_elasticity or stokes) and manufactured_solution")  # the rung's
 
 
 def folder(setting: str, lift: bool, name: str) -> Path:

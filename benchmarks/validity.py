@@ -17,7 +17,7 @@ then sums the parts: each from its start to the last verdict it wrote).
   ``oracle`` on >= 99.5% of items);
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
 - ``lifting``: submissions/lifting, the textbook's solve of only what the closed form in the
-  case's text leaves (issue 66; every scalar family but Burgers, and linear elasticity; F-Exec on
+  case's text leaves (issue 66; every family but Burgers and Navier-Stokes; F-Exec on
   the rest): against ``textbook``, what lifting buys (benchmarks/lifting_gain.py pairs them
   item by item on other meshes and elements);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed

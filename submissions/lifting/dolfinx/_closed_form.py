@@ -13,14 +13,14 @@ NAMES = {"x": X, "y": Y, "z": Z, "t": T, "pi": sp.pi, "e": sp.E}
 # the families the rung lifts, and the coefficient of each one's flux (wave's: c, squared)
 FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None,
         "reaction_diffusion": "epsilon", "wave": "c", "biharmonic": None,
-        "linear_elasticity": None}
+        "linear_elasticity": None, "stokes": None}
 NORMALS = {f"{axis}_{end}": (index, sign) for index, axis in enumerate("xyz")
            for end, sign in (("min", -1), ("max", 1))}
 POINTS, MAX_TERMS, FIT, BINARY = 300, 14, 1e-6, 1e-4
 # biharmonic: a term this small is differentiated by sympy (four nested differences lose ~1e-4 to
 # rounding, over FIT); a larger one (the hiding term) by differences: it is never part of S
 SYMBOLIC_OPS = 400
-VECTOR = ("linear_elasticity",)
+VECTOR = ("linear_elasticity", "stokes")
 STEP = 1e-3  # of the box's extent (and of t_end): the differences' step
 SEED = 66
 
@@ -179,19 +179,23 @@ def closed_form(spec):
     return sp.Add(*[data[i] for i in chosen]), sp.Add(*[t for t, w in zip(terms, weights) if w > 0.5])
 
 
-def select(residuals, shapes, nonlinear=lambda chosen: 0.0):
+def select(residuals, shapes, nonlinear=lambda chosen: 0.0, binary_only=True):
     """(the chosen data terms, the forcing terms' 0/1 weights) of the largest subset whose rest
-    (the forcing less its residual) is a sum of forcing terms; None if no subset is."""
+    (the forcing less its residual) is a sum of forcing terms; None if no subset is. Without
+    ``binary_only``, any combination of them (Stokes: the curls of a wave's two components are
+    one function, so no 0/1 weights are singled out)."""
     # the rest's weights on the forcing's terms: 1 on each term of what drives w, 0 elsewhere;
     # those terms are independent of L(S)'s (which may depend on one another: x*y*exp(x),
     # x*exp(x)*y/2, ...), so that 0/1 vector is the least-squares solution of least norm
-    inverse, total = np.linalg.pinv(shapes), shapes.sum(axis=1)
+    # (a span only: singular values under 1e-10 of the largest cut, polynomial terms are near-dependent)
+    inverse = np.linalg.pinv(shapes) if binary_only else np.linalg.pinv(shapes, rcond=1e-10)
+    total = shapes.sum(axis=1)
     size = max(np.linalg.norm(total), 1.0)
     for count in range(residuals.shape[1], 0, -1):
         for chosen in itertools.combinations(range(residuals.shape[1]), count):
             rest = total - residuals[:, list(chosen)].sum(axis=1) - nonlinear(chosen)
             weights = inverse @ rest
-            binary = np.all(np.minimum(np.abs(weights), np.abs(weights - 1)) < BINARY)
+            binary = not binary_only or np.all(np.minimum(np.abs(weights), np.abs(weights - 1)) < BINARY)
             if binary and np.linalg.norm(shapes @ weights - rest) < FIT * size:
                 return chosen, weights
     return None
@@ -217,10 +221,55 @@ def elasticity_operator(spec):
     return apply
 
 
+def curl(spec, vector):
+    """The curl of a vector of expressions: a scalar in 2-D, three components in 3-D."""
+    x, y, z = COORDS
+    if dimension(spec) == 2:
+        return [sp.diff(vector[1], x) - sp.diff(vector[0], y)]
+    return [sp.diff(vector[2], y) - sp.diff(vector[1], z), sp.diff(vector[0], z) - sp.diff(vector[2], x),
+            sp.diff(vector[1], x) - sp.diff(vector[0], y)]
+
+
+def stokes_residuals(spec, data, columns):
+    """The curl of -nu lap(e) in component i, a column per (i, e): the curl takes the
+    manufactured pressure's gradient out of the forcing, so the rest is a sum of the curls of
+    the forcing's terms. A small term by sympy, a large one (the hiding term: never in S) by
+    differences of differences (their rounding does not matter there)."""
+    dim, nu = dimension(spec), parse(spec["pde"]["params"]["nu"])
+    box = spec["eval_grid"]["bbox"]
+    steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(dim)]
+    columns_of = []
+    for i, term in data:
+        if sp.count_ops(term) <= SYMBOLIC_OPS:
+            vector = [-nu * laplacian(spec, term) if k == i else sp.Integer(0) for k in range(dim)]
+            columns_of.append(np.concatenate([values(c, columns) for c in curl(spec, vector)]))
+            continue
+        fn = function(term)
+        lap = [derivative(derivative(fn, a, steps[a]), a, steps[a]) for a in range(dim)]
+
+        def component(cols, lap=lap):
+            return -float(nu) * sum(part(cols) for part in lap)
+
+        def along(axis, k, i=i, component=component):  # d_axis of the vector's k-th component
+            return derivative(component, axis, steps[axis]) if k == i else (lambda cols: np.zeros(POINTS))
+
+        if dim == 2:
+            parts = [lambda cols: along(0, 1)(cols) - along(1, 0)(cols)]
+        else:
+            parts = [lambda cols: along(1, 2)(cols) - along(2, 1)(cols), lambda cols: along(2, 0)(cols) - along(0, 2)(cols),
+                     lambda cols: along(0, 1)(cols) - along(1, 0)(cols)]
+        columns_of.append(np.concatenate([np.broadcast_to(part(columns), (POINTS,)) for part in parts]))
+    return np.stack(columns_of, axis=1)
+
+
 def vector_closed_form(spec):
-    """closed_form for linear elasticity: the data's terms are (component, term) pairs, and a
-    residual stacks every component's (a term of one component drives all of them)."""
+    """closed_form for linear elasticity and Stokes: the data's terms are (component, term)
+    pairs, and a residual stacks every component's (a term of one component drives all of
+    them); Stokes compares curls. Stokes's rest is the whole f - L(S) (the pressure's gradient
+    with it), not only the forcing's terms that drive the part."""
     dim = dimension(spec)
+    if spec["pde"]["type"] == "stokes":
+        return stokes_closed_form(spec)
     forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
     data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
                               for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
@@ -241,6 +290,28 @@ def vector_closed_form(spec):
     s = [sp.Add(*[term for i, term in (data[c] for c in chosen) if i == k]) for k in range(dim)]
     rest = [sp.Add(*[term for (j, term), w in zip(terms, weights) if j == k and w > 0.5]) for k in range(dim)]
     return s, rest
+
+
+def stokes_closed_form(spec):
+    dim = dimension(spec)
+    forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
+    data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
+                              for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
+    nothing = ([sp.Integer(0)] * dim, forcing)
+    if not data or len(data) > MAX_TERMS:
+        return nothing
+    columns = sample_points(spec)
+    residuals = stokes_residuals(spec, data, columns)
+    terms = [(j, term) for j, value in enumerate(forcing) for term in sp.Add.make_args(value)]
+    shapes = np.stack([np.concatenate([values(c, columns) for c in curl(spec, [term if k == j else sp.Integer(0)
+                                                                              for k in range(dim)])])
+                       for j, term in terms], axis=1)
+    found = select(residuals, shapes, binary_only=False)
+    if found is None:
+        return nothing
+    s = [sp.Add(*[term for i, term in (data[c] for c in found[0]) if i == k]) for k in range(dim)]
+    nu = parse(spec["pde"]["params"]["nu"])
+    return s, [forcing[k] + nu * laplacian(spec, s[k]) for k in range(dim)]
 
 
 def lifted_spec(spec, s, rest):

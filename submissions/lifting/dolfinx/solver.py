@@ -13,8 +13,8 @@ fits, S = 0 and the solve is the plain one.
 The setting (``_setting.py``: CELLS, DEGREE, LIFT) lets benchmarks/lifting_gain.py compare the
 lifted solve with the plain one (LIFT = False) on the same mesh and element. Families: poisson,
 helmholtz, heat, convection_diffusion, reaction_diffusion (w's reaction R(w + S) - R(S)), wave
-(u_t at t0 less S's too), biharmonic (lap(u) data less lap(S)) and linear elasticity (S a vector);
-the others raise: F-Exec.
+(u_t at t0 less S's too), biharmonic (lap(u) data less lap(S)), linear elasticity and Stokes (S a vector; Stokes's w
+takes the whole f + nu lap(S)); Burgers and Navier-Stokes raise: F-Exec.
 """
 
 import importlib

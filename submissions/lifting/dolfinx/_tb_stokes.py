@@ -1,0 +1,1 @@
+../../textbook/dolfinx/stokes.py
