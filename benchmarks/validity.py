@@ -17,9 +17,8 @@ then sums the parts: each from its start to the last verdict it wrote).
   ``oracle`` on >= 99.5% of items);
 - ``textbook``: submissions/textbook, plain P1 on a fixed mesh (an honest plain user);
 - ``lifting``: submissions/lifting, the textbook's solve of only what the closed form in the
-  case's text leaves (issue 66; every family but Burgers and Navier-Stokes; F-Exec on
-  the rest): against ``textbook``, what lifting buys (benchmarks/lifting_gain.py pairs them
-  item by item on other meshes and elements);
+  case's text leaves (issue 66; every family): against ``textbook``, what lifting buys
+  (benchmarks/lifting_gain.py pairs them item by item on other meshes and elements);
 - ``boundary_data``, ``scaled_forcing``, ``initial_condition``, ``zeros``: the committed
   dishonest solvers of tests/data/dishonest (goal: 0 PASS);
 - ``ansatz_fit``: issue 46's attacker (pytest_pdebench/data/attacker), the visible

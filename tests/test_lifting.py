@@ -15,7 +15,7 @@ from pytest_pdebench.testing import REPO
 
 SEARCH = REPO / "submissions" / "lifting" / "dolfinx" / "_closed_form.py"
 FAMILIES = ("poisson", "helmholtz", "heat", "convection_diffusion", "reaction_diffusion", "wave", "biharmonic",
-            "linear_elasticity", "stokes")
+            "linear_elasticity", "stokes", "burgers", "navier_stokes")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,8 @@ def test_the_lifted_closed_form_is_the_manufactured_solution(search, record):
     parsed = [search.parse(c) for c in u] if isinstance(u, list) else search.parse(u)
     assert _gap(search, spec, lifted, parsed) < 1e-9
     driving = [search.parse(c) for c in part] if isinstance(part, list) else search.parse(part)
+    if record.family == "navier_stokes":  # its solver takes S + w and f as it is: nothing to compare
+        return
     if record.family == "stokes":  # the rest is the whole f - L(S): its curl is the part's forcing's
         rest, driving = (search.curl(spec, v) for v in (rest, driving))
     assert _gap(search, spec, rest, driving) < 1e-9  # what drives the part

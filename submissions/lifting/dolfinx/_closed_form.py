@@ -13,14 +13,17 @@ NAMES = {"x": X, "y": Y, "z": Z, "t": T, "pi": sp.pi, "e": sp.E}
 # the families the rung lifts, and the coefficient of each one's flux (wave's: c, squared)
 FLUX = {"poisson": "kappa", "heat": "kappa", "convection_diffusion": "epsilon", "helmholtz": None,
         "reaction_diffusion": "epsilon", "wave": "c", "biharmonic": None,
-        "linear_elasticity": None, "stokes": None}
+        "linear_elasticity": None, "stokes": None, "burgers": "nu", "navier_stokes": None}
+# the families whose S sits inside a nonlinear convection term: their textbook solvers write the
+# forms in S + w (_textbook.OFFSET), so w's problem has the data less S and the same forcing
+OFFSET = ("burgers", "navier_stokes")
 NORMALS = {f"{axis}_{end}": (index, sign) for index, axis in enumerate("xyz")
            for end, sign in (("min", -1), ("max", 1))}
 POINTS, MAX_TERMS, FIT, BINARY = 300, 14, 1e-6, 1e-4
 # biharmonic: a term this small is differentiated by sympy (four nested differences lose ~1e-4 to
 # rounding, over FIT); a larger one (the hiding term) by differences: it is never part of S
 SYMBOLIC_OPS = 400
-VECTOR = ("linear_elasticity", "stokes")
+VECTOR = ("linear_elasticity", "stokes", "navier_stokes")
 STEP = 1e-3  # of the box's extent (and of t_end): the differences' step
 SEED = 66
 
@@ -167,9 +170,16 @@ def closed_form(spec):
     apply, columns, react = operator(spec), sample_points(spec), reaction(spec)
     residuals = np.stack([residual(spec, apply, term)(columns) for term in data], axis=1)
     shapes = np.stack([function(term)(columns) for term in terms], axis=1)
-    term_values = np.stack([function(term)(columns) for term in data], axis=1) if react else None
+    burgers = spec["pde"]["type"] == "burgers"
+    term_values = np.stack([function(term)(columns) for term in data], axis=1) if react or burgers else None
+    if burgers:  # u (sum_i du/dx_i): the sum of a subset's values times the sum of its slopes
+        box = spec["eval_grid"]["bbox"]
+        slopes = np.stack([sum(derivative(function(term), i, STEP * (box[2 * i + 1] - box[2 * i]))(columns)
+                               for i in range(dimension(spec))) for term in data], axis=1)
 
-    def nonlinear(chosen):  # the linear part adds up term by term; R is applied to the sum
+    def nonlinear(chosen):  # the linear part adds up term by term; R (u grad u) is applied to the sum
+        if burgers:
+            return term_values[:, list(chosen)].sum(axis=1) * slopes[:, list(chosen)].sum(axis=1)
         return react(term_values[:, list(chosen)].sum(axis=1), columns) if react else 0.0
 
     found = select(residuals, shapes, nonlinear)
@@ -268,7 +278,7 @@ def vector_closed_form(spec):
     them); Stokes compares curls. Stokes's rest is the whole f - L(S) (the pressure's gradient
     with it), not only the forcing's terms that drive the part."""
     dim = dimension(spec)
-    if spec["pde"]["type"] == "stokes":
+    if spec["pde"]["type"] in ("stokes", "navier_stokes"):
         return stokes_closed_form(spec)
     forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
     data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
@@ -292,6 +302,44 @@ def vector_closed_form(spec):
     return s, rest
 
 
+def convection_curl(spec, data, columns):
+    """Navier-Stokes: the curl of (S . grad) S for a subset of the data's (component, term)
+    pairs, from each term's value, slopes and second derivatives (sympy; differences for a large
+    term). 2-D: curl c = d_x c_y - d_y c_x, c_j = sum_k S_k d_k S_j."""
+    if dimension(spec) != 2:
+        raise NotImplementedError("the lifting rung's Navier-Stokes search is 2-D")
+    box = spec["eval_grid"]["bbox"]
+    steps = [STEP * (box[2 * i + 1] - box[2 * i]) for i in range(2)]
+    value, slope, second = [], [], []
+    for _, term in data:
+        if sp.count_ops(term) <= SYMBOLIC_OPS:
+            value.append(values(term, columns))
+            slope.append([values(sp.diff(term, COORDS[a]), columns) for a in range(2)])
+            second.append([[values(sp.diff(term, COORDS[a], COORDS[b]), columns) for b in range(2)] for a in range(2)])
+        else:
+            fn = function(term)
+            first = [derivative(fn, a, steps[a]) for a in range(2)]
+            value.append(fn(columns))
+            slope.append([f(columns) for f in first])
+            second.append([[derivative(first[b], a, steps[a])(columns) for b in range(2)] for a in range(2)])
+    value, slope, second = np.array(value), np.array(slope), np.array(second)  # (terms, [2, [2,]] points)
+    component = np.array([i for i, _ in data])
+
+    def curl_of(chosen):
+        chosen = list(chosen)
+        u = [value[chosen][component[chosen] == k].sum(axis=0) for k in range(2)]
+        du = [[slope[chosen][component[chosen] == k][:, a].sum(axis=0) for a in range(2)] for k in range(2)]
+        ddu = [[[second[chosen][component[chosen] == k][:, a, b].sum(axis=0) for b in range(2)] for a in range(2)]
+               for k in range(2)]
+
+        def d_c(m, j):  # d_m c_j = sum_k (d_m u_k d_k u_j + u_k d_m d_k u_j)
+            return sum(du[k][m] * du[j][k] + u[k] * ddu[j][m][k] for k in range(2))
+
+        return d_c(0, 1) - d_c(1, 0)
+
+    return curl_of
+
+
 def stokes_closed_form(spec):
     dim = dimension(spec)
     forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
@@ -302,14 +350,17 @@ def stokes_closed_form(spec):
         return nothing
     columns = sample_points(spec)
     residuals = stokes_residuals(spec, data, columns)
+    convection = convection_curl(spec, data, columns) if spec["pde"]["type"] == "navier_stokes" else None
     terms = [(j, term) for j, value in enumerate(forcing) for term in sp.Add.make_args(value)]
     shapes = np.stack([np.concatenate([values(c, columns) for c in curl(spec, [term if k == j else sp.Integer(0)
                                                                               for k in range(dim)])])
                        for j, term in terms], axis=1)
-    found = select(residuals, shapes, binary_only=False)
+    found = select(residuals, shapes, convection or (lambda chosen: 0.0), binary_only=False)
     if found is None:
         return nothing
     s = [sp.Add(*[term for i, term in (data[c] for c in found[0]) if i == k]) for k in range(dim)]
+    if spec["pde"]["type"] == "navier_stokes":  # the solver writes its forms in S + w: f as it is
+        return s, forcing
     nu = parse(spec["pde"]["params"]["nu"])
     return s, [forcing[k] + nu * laplacian(spec, s[k]) for k in range(dim)]
 
@@ -317,6 +368,14 @@ def stokes_closed_form(spec):
 def lifted_spec(spec, s, rest):
     """The problem w = u - S solves: the same operator and boundary pieces, other data."""
     lifted = json.loads(json.dumps(spec))
+    if spec["pde"]["type"] in OFFSET:  # the forms take S + w: only the data change
+        for condition in conditions(lifted, "dirichlet"):
+            value = condition["value"]
+            condition["value"] = ([text(parse(v) - part) for v, part in zip(value, s)] if isinstance(s, list)
+                                  else text(parse(value) - s))
+        if spec.get("ic"):
+            lifted["ic"]["value"] = text(parse(spec["ic"]["value"]) - s.subs(T, spec["pde"]["time"].get("t0", 0.0)))
+        return lifted
     if isinstance(s, list):  # a vector family: Dirichlet data on the whole boundary only
         lifted["pde"]["forcing"]["value"] = [text(part) for part in rest]
         for condition in conditions(lifted, "dirichlet"):

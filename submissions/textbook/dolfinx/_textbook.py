@@ -24,6 +24,9 @@ CELLS_2D, CELLS_3D = 64, 16
 # the scalar solvers' element degree (1: the textbook's); the lifting rung (submissions/lifting)
 # sets it and the cells per side to compare plain and lifted solves at other settings
 DEGREE = 1
+# the lifting rung's closed form (submissions/lifting): where set, S as a function (msh, t) -> UFL,
+# and the solvers that ask (burgers, navier_stokes) solve for w = u - S, the forms written in S + w
+OFFSET = None
 LU = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
 NEWTON = {"snes_type": "newtonls", "snes_rtol": 1e-10, "snes_atol": 1e-12, "snes_max_it": 50, **LU}
 
@@ -43,6 +46,11 @@ def expr(text, msh, t=0.0, u=None):
     names = dict(FUNCTIONS, x=x[0], y=x[1], z=x[2] if len(x) == 3 else 0.0, t=t, u=u)
     value = eval(str(text).replace("^", "**"), {"__builtins__": {}}, names)
     return fem.Constant(msh, float(value)) if isinstance(value, (int, float)) else value
+
+
+def whole(w, msh, t=0.0):
+    """The unknown the forms are written in: w itself, or S + w under the lifting rung."""
+    return w if OFFSET is None else w + OFFSET(msh, t)
 
 
 # ---- meshes ----

@@ -16,7 +16,7 @@ import _textbook as tb
 def solve(case_spec):
     started = time.perf_counter()
     msh = tb.build_mesh(case_spec)
-    V = fem.functionspace(msh, ("Lagrange", 1))
+    V = fem.functionspace(msh, ("Lagrange", tb.DEGREE))
     pde = case_spec["pde"]
     nu = tb.expr(pde["params"]["nu"], msh)
     t0, dt, steps = tb.time_steps(case_spec)
@@ -29,12 +29,13 @@ def solve(case_spec):
     v = ufl.TestFunction(V)
 
     def operator(w, t):  # w (sum_i dw/dx_i) - nu lap(w) - f, weakly, with the boundary flux
-        f = tb.expr(pde["forcing"]["value"], msh, t)
+        w, f = tb.whole(w, msh, t), tb.expr(pde["forcing"]["value"], msh, t)
         convection = w * sum(w.dx(i) for i in range(msh.geometry.dim))
         return ((nu * ufl.inner(ufl.grad(w), ufl.grad(v)) + (convection - f) * v) * ufl.dx
                 - tb.natural(case_spec, msh, w, v, t))
 
-    F = (u - u_n) / dt * v * ufl.dx + 0.5 * (operator(u, t_new) + operator(u_n, t_old))
+    F = ((tb.whole(u, msh, t_new) - tb.whole(u_n, msh, t_old)) / dt * v * ufl.dx
+         + 0.5 * (operator(u, t_new) + operator(u_n, t_old)))
     bcs, update_bcs = tb.dirichlet(V, case_spec, t_new)
     problem = tb.newton(F, u, bcs, "burgers_")
     iterations = 0
@@ -43,6 +44,6 @@ def solve(case_spec):
         update_bcs()
         iterations += tb.newton_solve(problem)
         u_n.x.array[:] = u.x.array
-    tb.finish(case_spec, u, started, {"element_degree": 1, "num_dofs": V.dofmap.index_map.size_global,
+    tb.finish(case_spec, u, started, {"element_degree": tb.DEGREE, "num_dofs": V.dofmap.index_map.size_global,
                                       "time_scheme": "crank_nicolson", "dt": dt, "n_steps": steps,
                                       "newton_iterations": iterations, "converged": True})

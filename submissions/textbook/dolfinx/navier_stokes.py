@@ -22,11 +22,12 @@ def solve(case_spec):
     nu = tb.expr(case_spec["pde"]["params"]["nu"], msh)
 
     (u, p), (v, q) = ufl.TrialFunctions(W), ufl.TestFunctions(W)
+    u = tb.whole(u, msh)
     stokes = (nu * ufl.inner(ufl.grad(u), ufl.grad(v)) - p * ufl.div(v) - q * ufl.div(u) - ufl.dot(f, v)) * ufl.dx
     w = tb.linear_solve(stokes, bcs, "ns_stokes_")  # initial guess
 
     u, p = ufl.split(w)
-    v, q = ufl.TestFunctions(W)
+    u, (v, q) = tb.whole(u, msh), ufl.TestFunctions(W)
     F = (nu * ufl.inner(ufl.grad(u), ufl.grad(v)) + ufl.dot(ufl.dot(ufl.grad(u), u), v)
          - p * ufl.div(v) - q * ufl.div(u) - ufl.dot(f, v)) * ufl.dx
     iterations = tb.newton_solve(tb.newton(F, w, bcs, "ns_"))

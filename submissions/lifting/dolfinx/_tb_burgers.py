@@ -1,0 +1,1 @@
+../../textbook/dolfinx/burgers.py

@@ -1,0 +1,1 @@
+../../textbook/dolfinx/navier_stokes.py
