@@ -272,6 +272,14 @@ def stokes_residuals(spec, data, columns):
     return np.stack(columns_of, axis=1)
 
 
+def vector_terms(spec):
+    """(the forcing's components, the Dirichlet data's (component, term) pairs) of a vector family."""
+    forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
+    data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
+                              for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
+    return forcing, data
+
+
 def vector_closed_form(spec):
     """closed_form for linear elasticity and Stokes: the data's terms are (component, term)
     pairs, and a residual stacks every component's (a term of one component drives all of
@@ -280,9 +288,7 @@ def vector_closed_form(spec):
     dim = dimension(spec)
     if spec["pde"]["type"] in ("stokes", "navier_stokes"):
         return stokes_closed_form(spec)
-    forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
-    data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
-                              for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
+    forcing, data = vector_terms(spec)
     nothing = ([sp.Integer(0)] * dim, forcing)
     if not data or len(data) > MAX_TERMS:
         return nothing
@@ -342,9 +348,7 @@ def convection_curl(spec, data, columns):
 
 def stokes_closed_form(spec):
     dim = dimension(spec)
-    forcing = [parse(value) for value in spec["pde"]["forcing"]["value"]]
-    data = list(dict.fromkeys((i, term) for c in conditions(spec, "dirichlet")
-                              for i, value in enumerate(c["value"]) for term in sp.Add.make_args(parse(value))))
+    forcing, data = vector_terms(spec)
     nothing = ([sp.Integer(0)] * dim, forcing)
     if not data or len(data) > MAX_TERMS:
         return nothing
