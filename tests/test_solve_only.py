@@ -351,3 +351,25 @@ def test_a_live_variants_part_names_the_rule_it_was_built_under(monkeypatch):
         assert solve_only.part_rule() != before
     finally:
         solve_only.part_rule.cache_clear()
+
+
+@pytest.mark.parametrize("nz, tried", [(None, [solve_only.LEVELS, *solve_only.FINER_LEVELS]),
+                                       (5, [solve_only.LEVELS, *solve_only.FINER_LEVELS_3D])])
+def test_a_steady_part_whose_reference_estimate_is_too_large_is_tried_finer(monkeypatch, nz, tried):
+    """Where the levels leave the stored part's own error estimate over REFERENCE_SHARE x
+    tau_acc, a steady record is built again finer: whole levels in 2-D, half a level in 3-D (a
+    direct 3-D solve a whole level finer is more than this machine affords)."""
+    data = record_dict(new_id="poisson_levels", nx=8, ny=8)
+    if nz:  # a cube: the grid's third axis and the domain with it
+        data["case_spec"]["eval_grid"].update(nz=nz, bbox=[0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+        data["case_spec"]["domain"] = {"type": "unit_cube"}
+    record = CaseRecord.model_validate(data)
+    levels = []
+
+    def build_at(record, case_dir, oracle_dir, at, tier, **_):
+        levels.append(at)
+        return solve_only.SolveOnlyOutcome(record.id, False, "the reference's error estimate 1 is over 0.1 x tau_acc")
+
+    monkeypatch.setattr(solve_only, "_build_at", build_at)
+    outcome = solve_only.build_part(record, solve_only.Path("."), ORACLE / "dolfinx")
+    assert not outcome.kept and levels == tried
