@@ -307,6 +307,7 @@ SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this
 # a solver that reads u out of the data's text and solves for the part alone may be at most this
 # many times more accurate than a plain solve, as the build priced it (issue 66)
 LIFTING_GAIN_BOUND = 2.0
+LIFTING_GAIN_CEILING = 3.0  # measured (the rung against the plain solve), no record may gain more
 SOLVE_ONLY_REFERENCE = 0.1  # and the stored part's error estimate be at most this share of every tau_acc
 
 

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from pytest_pdebench.testing import REPO, STARTER, record_dict, starter_records, write_jsonl
 
 
@@ -99,3 +101,24 @@ def test_reprice_takes_the_parts_not_priced_by_what_lifting_gains_or_priced_over
     bare = record_dict("poisson_basic", new_id="poisson_no_part")  # no part: nothing to build again
     cases = write_jsonl(tmp_path / "cases.jsonl", [*records, bare])
     assert _not_priced(cases) == {"poisson_unpriced", "poisson_over"}
+
+
+def test_the_audit_measures_what_lifting_gains_on_a_sample(tmp_path, dolfinx_available):
+    """``--lifting-sample 1``: the lifting rung plain and lifted at the build's worst P1/P2
+    setting, both errors over tau_acc and their ratio beside the build's estimate; a measured
+    gain over 3 x fails the gate."""
+    import re
+
+    hidden = copy.deepcopy(starter_records()["poisson_basic"])
+    part = hidden["evaluation_metadata"]["solve_only"]["path"]
+    (tmp_path / part).parent.mkdir(parents=True)
+    (tmp_path / part).write_bytes((STARTER / part).read_bytes())
+    hidden["evaluation_metadata"]["solve_only"]["build"]["lifting_gain"] = {"calibration": 1.2, "P1/16": 1.8,
+                                                                            "P2/6": 1.1}
+    cases = write_jsonl(tmp_path / "cases.jsonl", [hidden])
+    done = audit(cases, tmp_path / "attacks.jsonl", "--lifting-sample", "1")
+    row = re.search(r"poisson_basic\s+P1/16\s+1\.80\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", done.stdout)
+    assert row, done.stdout + done.stderr
+    plain, lifted, gain = map(float, row.groups())
+    assert lifted < plain and gain == pytest.approx(plain / lifted, rel=0.02)
+    assert (done.returncode == 1) == (gain > 3), done.stdout

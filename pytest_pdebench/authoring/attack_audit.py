@@ -26,12 +26,16 @@ def attack_audit(
     out: Path | None = None,
     families: list[str] | None = None,
     log=print,
+    lifting_sample: int = 0,
+    rung: Path | None = None,
 ) -> int:
     """``pdebench attack-audit``: the attacker on every record under ``cases`` (those of
     ``families``), one line of progress each, each result appended to ``out`` as it comes
     (a rerun skips the records already there); then a table per family and the records whose
-    margin is under ``margin``. Returns 1 when there are such records (the gate for new
-    cases), else 0."""
+    margin is under ``margin``. With ``lifting_sample`` n, the lifting rung (``rung``) measures
+    what lifting gains on the first n records of each family whose build priced it
+    (``lifting_sample``). Returns 1 when there are such records, or a measured gain over
+    LIFTING_GAIN_CEILING (the gate for new cases), else 0."""
     from collections import defaultdict
 
     from tabulate import tabulate
@@ -125,7 +129,51 @@ def attack_audit(
     )
     for row in under:
         log(f"  {row['case_id']}: {row['margin']:.2f}")
-    return 1 if under or short or gaining else 0
+    measured_over = lifting_sample and _lifting_sample(chosen, lifting_sample, rung, log)
+    return 1 if under or short or gaining or measured_over else 0
+
+
+def _lifting_sample(chosen, per_family: int, rung: Path | None, log) -> bool:
+    """The lifting rung on the first ``per_family`` priced records of each family (plain and
+    lifted at the build's worst P1/P2 setting); a table of both errors, the gain and the build's
+    estimate. True when a measured gain is over LIFTING_GAIN_CEILING."""
+    from tabulate import tabulate
+
+    from ..making.lifting import measure, worst_setting
+    from ..validation import LIFTING_GAIN_BOUND, LIFTING_GAIN_CEILING
+
+    counts: dict[str, int] = {}
+    sample = []
+    for case_dir, record in chosen:
+        if worst_setting(record) is not None and counts.get(record.family, 0) < per_family:
+            counts[record.family] = counts.get(record.family, 0) + 1
+            sample.append((case_dir, record))
+    if not sample:
+        log("\nlifting: no record of the selection has a priced part to measure")
+        return False
+    log(f"\nlifting, measured ({len(sample)} records: the rung plain and lifted at the build's worst setting)")
+    results = []
+    for index, (case_dir, record) in enumerate(sample, 1):
+        result = measure(record, case_dir, rung)
+        results.append(result)
+        said = f"gain {result.gain:.2f}" if result.gain else result.reason
+        log(f"[{index}/{len(sample)}] {record.id}: {said}")
+    rows = [
+        [r.case_id, r.setting, _figure(r.estimate), _figure(r.plain), _figure(r.lifted), _figure(r.gain)]
+        for r in results
+    ]
+    headers = ["record", "setting", "estimate", "plain / tau_acc", "lifted / tau_acc", "gain"]
+    log(tabulate(rows, headers=headers, disable_numparse=True))
+    gains = [r.gain for r in results if r.gain]
+    log(
+        f"measured gain over {LIFTING_GAIN_BOUND:g} x on {sum(g > LIFTING_GAIN_BOUND for g in gains)} of "
+        f"{len(gains)}, over {LIFTING_GAIN_CEILING:g} x on {sum(g > LIFTING_GAIN_CEILING for g in gains)}"
+    )
+    return any(g > LIFTING_GAIN_CEILING for g in gains)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def lifting_gain(record) -> float | None:

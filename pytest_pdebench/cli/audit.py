@@ -49,6 +49,8 @@ def _attack_audit(args) -> int:
         ATTACK_MARGIN if args.margin is None else args.margin,
         Path(args.out) if args.out else None,
         args.family,
+        lifting_sample=args.lifting_sample,
+        rung=Path(args.rung) if args.rung else None,
     )
 
 
@@ -66,6 +68,15 @@ def _attack_audit_command(commands) -> None:
     attack.add_argument("--margin", type=float, help="the attacker's error over tau_acc a record must keep (default 3)")
     attack.add_argument("--out", help="a JSONL file of one result per record; a rerun skips those already in it")
     attack.add_argument("--family", action="append", choices=FAMILIES, help="only these families (repeatable)")
+    attack.add_argument(
+        "--lifting-sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure what lifting u_m out of the text gains on N priced records a family (the lifting rung, "
+        "plain and lifted at the build's worst setting; needs DOLFINx)",
+    )
+    attack.add_argument("--rung", help="the lifting rung's folder (default: submissions/lifting/dolfinx)")
 
 
 COMMANDS = [_leak_audit_command, _attack_audit_command]

@@ -127,7 +127,7 @@ def _forked(attacker: ModuleType, case_spec: dict, folder: str, timeout: float) 
     return queue.get()
 
 
-def _spawned(solver: Path, case_spec: dict, folder: str, timeout: float) -> tuple | str:
+def spawned_solve(solver: Path, case_spec: dict, folder: str, timeout: float) -> tuple | str:
     """The same in a new interpreter (its imports paid again)."""
     import subprocess
     import sys
@@ -159,7 +159,7 @@ def attack(
         if threading.active_count() == 1:
             ran = _forked(attacker, case_spec, folder, timeout)
         else:  # a fork of a threaded process (pytest's timeout thread) may deadlock: a fresh one
-            ran = _spawned(Path(str(attacker.__file__)), case_spec, folder, timeout)
+            ran = spawned_solve(Path(str(attacker.__file__)), case_spec, folder, timeout)
         if isinstance(ran, str):
             result.reason = ran
             return result
@@ -167,18 +167,27 @@ def attack(
         if status:
             result.reason = status
             return result
-        grid = EvalGrid.from_spec(case_spec["eval_grid"])
-        valid = valid_mask(case_spec, grid)
-        try:
-            raw = Path(folder, "solution.npz").read_bytes()
-            solution = gates.read_solution(raw, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
-        except (OSError, gates.GateFailure) as failure:
-            result.reason = getattr(failure, "reason", None) or str(failure)
-            return result
-    result.error = metrics.relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
+        judged = judge_folder(record, case_spec, Path(folder), case_dir)
+    if isinstance(judged, str):
+        result.reason = judged
+        return result
+    result.error = judged
     tau = loosest_tau_acc(record)
     result.margin = result.error / tau if tau else None
     return result
+
+
+def judge_folder(record: CaseRecord, case_spec: dict, folder: Path, case_dir: Path) -> float | str:
+    """The relative L2 error of the solution.npz in ``folder`` against the record's reference,
+    as the accuracy gate judges it (the contract's checks first); or why there is none."""
+    grid = EvalGrid.from_spec(case_spec["eval_grid"])
+    valid = valid_mask(case_spec, grid)
+    try:
+        raw = Path(folder, "solution.npz").read_bytes()
+        solution = gates.read_solution(raw, record.case_spec.output.arrays, grid.axis_names, grid.shape, valid)
+    except (OSError, gates.GateFailure) as failure:
+        return getattr(failure, "reason", None) or str(failure)
+    return metrics.relative_l2_error(solution, reference_fields(record, grid, case_dir), valid)
 
 
 def within_reason(margin: float) -> str:
