@@ -304,10 +304,11 @@ def check_reference(record: CaseRecord, case_dir: Path | None = None) -> str | N
 
 
 SOLVE_ONLY_TAUS = 5.0  # the manufactured u alone must miss the solution by this many tau_acc
-# a solver that reads u out of the data's text and solves for the part alone may be at most this
-# many times more accurate than a plain solve, as the build priced it (issue 66)
-LIFTING_GAIN_BOUND = 2.0
-LIFTING_GAIN_CEILING = 3.0  # measured (the rung against the plain solve), no record may gain more
+# a solver that reads u out of the data's text and solves for the part alone may be at most
+# LIFTING_GAIN_BOUND times more accurate than a plain solve on all but LIFTING_OVER_BOUND of a
+# family's records, and LIFTING_GAIN_CEILING times on every one (issue 66), as the build priced it
+# (the static check refuses a part over the ceiling) and as the lifting rung measures it
+LIFTING_GAIN_BOUND, LIFTING_GAIN_CEILING, LIFTING_OVER_BOUND = 2.0, 3.0, 0.05
 SOLVE_ONLY_REFERENCE = 0.1  # and the stored part's error estimate be at most this share of every tau_acc
 
 
@@ -325,7 +326,7 @@ def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | 
     """A solve-only part (making/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may
     give, misses the solution by SOLVE_ONLY_TAUS x every library's tau_acc, a solver that
-    solves for the part alone gains at most LIFTING_GAIN_BOUND where the build priced it, and
+    solves for the part alone gains at most LIFTING_GAIN_CEILING where the build priced it, and
     its own error estimate is at most SOLVE_ONLY_REFERENCE x every library's tau_acc."""
     import hashlib
 
@@ -349,9 +350,9 @@ def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | 
             f"{library} ({SOLVE_ONLY_TAUS * tau:.2g})" for library, tau in sorted(small.items())
         )
     gains = part.build.get("lifting_gain") or {}  # the build's estimate at each setting it priced at
-    over = {label: gain for label, gain in gains.items() if gain > LIFTING_GAIN_BOUND}
+    over = {label: gain for label, gain in gains.items() if gain > LIFTING_GAIN_CEILING}
     if over:
-        return f"lifting the manufactured u out of the data's text gains over {LIFTING_GAIN_BOUND:g} x: " + ", ".join(
+        return f"lifting the manufactured u out of the data's text gains over {LIFTING_GAIN_CEILING:g} x: " + ", ".join(
             f"{gain:.2f} x at {label}" for label, gain in sorted(over.items())
         )
     # the stored part's own error: a small share of every tau_acc (thresholds calibrated after the build)

@@ -112,7 +112,7 @@ HARNESS_ONLY = {
     "making/attack.py": (1, "the attacker's temp folder"),
     "making/lifting.py": (2, "the lifting rung's links and setting in its own temp folder (no run holds it)"),
     "making/refinement.py": (1, "a build's temp folder"),
-    "making/solve_only.py": (5, "a part's references (a rougher build's put back), its entry (the part store, the answers cache; hidden from runs)"),
+    "making/solve_only.py": (5, "a part's references (another tier's build's put back), its entry (the part store, the answers cache; hidden from runs)"),
     "baseline_pass.py": (8, "the pass's coordination folder and the baselines' audit folder"),
     "calibration.py": (4, "the calibration store"),
     "cases.py": (5, "case files and the checked-cases cache"),
