@@ -39,17 +39,11 @@ FAMILIES = "manufactured_solution"  # the rung lifts in every family (a numerica
 
 def folder(setting: str, lift: bool, name: str) -> Path:
     """A submission folder: the rung's files linked, its _setting.py written for this run."""
-    degree, cells = setting.removeprefix("P").split(":")
+    from pytest_pdebench.making.lifting import rung_folder
+
+    degree, cells = (int(n) for n in setting.removeprefix("P").split(":"))
     where = OUT / name / f"{setting.replace(':', '-')}-{'lifted' if lift else 'plain'}" / "dolfinx"
-    where.mkdir(parents=True, exist_ok=True)
-    for source in RUNG.glob("*.py"):
-        if source.name != "_setting.py":
-            link = where / source.name
-            link.unlink(missing_ok=True)
-            link.symlink_to(source.resolve())
-    (where / "_setting.py").write_text(f"CELLS_2D, CELLS_3D, DEGREE, LIFT = {int(cells)}, "
-                                       f"{max(4, int(cells) // 4)}, {int(degree)}, {lift}\n")
-    return where.parent
+    return rung_folder(where, cells, max(4, cells // 4), degree, lift, RUNG).parent
 
 
 def run(setting: str, lift: bool, selection: list[str], jobs: int, reuse: bool, name: str) -> dict[str, dict]:

@@ -86,13 +86,9 @@ def test_the_lifted_problem_has_the_data_less_the_closed_form(search):
 
 def _folder(tmp_path, lift: bool):
     """The rung's files linked into a folder of its own, with LIFT set."""
-    where = tmp_path / ("lifted" if lift else "plain") / "dolfinx"
-    where.mkdir(parents=True)
-    for source in SEARCH.parent.glob("*.py"):
-        if source.name != "_setting.py":
-            (where / source.name).symlink_to(source.resolve())
-    (where / "_setting.py").write_text(f"CELLS_2D, CELLS_3D, DEGREE, LIFT = 32, 8, 1, {lift}\n")
-    return where.parent
+    from pytest_pdebench.making.lifting import rung_folder
+
+    return rung_folder(tmp_path / ("lifted" if lift else "plain") / "dolfinx", 32, 8, 1, lift, SEARCH.parent).parent
 
 
 def test_the_lifted_solve_is_closer_than_the_plain_one_on_the_same_mesh(tmp_path, dolfinx_available):

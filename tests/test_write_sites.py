@@ -110,7 +110,7 @@ HARNESS_ONLY = {
     "authoring/variants.py": (1, "a variants case file"),
     "live_variants.py": (3, "a variant's part folder in the answers cache (harness only; hidden from runs)"),
     "making/attack.py": (1, "the attacker's temp folder"),
-    "making/lifting.py": (2, "the lifting rung's links and setting in its own temp folder (no run holds it)"),
+    "making/lifting.py": (4, "a copy of the lifting rung: its folder, links and setting, in a temp or report folder no run holds"),
     "making/refinement.py": (1, "a build's temp folder"),
     "making/solve_only.py": (5, "a part's references (another tier's build's put back), its entry (the part store, the answers cache; hidden from runs)"),
     "baseline_pass.py": (8, "the pass's coordination folder and the baselines' audit folder"),

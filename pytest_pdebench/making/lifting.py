@@ -57,9 +57,21 @@ def worst_setting(record: CaseRecord) -> tuple[str, float] | None:
     return name, gain
 
 
+def rung_folder(where: Path, cells_2d: int, cells_3d: int, degree: int, lift: bool, rung: Path | None = None) -> Path:
+    """``where`` as a copy of the rung to run: its files linked (links already there replaced),
+    its ``_setting.py`` written with this mesh, element and LIFT. Returns ``where``."""
+    where.mkdir(parents=True, exist_ok=True)
+    for source in Path(rung or bundled(RUNG)).glob("*.py"):
+        if source.name != "_setting.py":
+            link = where / source.name
+            link.unlink(missing_ok=True)
+            link.symlink_to(source.resolve())
+    (where / "_setting.py").write_text(f"CELLS_2D, CELLS_3D, DEGREE, LIFT = {cells_2d}, {cells_3d}, {degree}, {lift}\n")
+    return where
+
+
 def measure(record: CaseRecord, case_dir: Path, rung: Path | None = None) -> Lifted:
     """The rung on ``record`` plain and lifted at its worst pricing setting."""
-    rung = Path(rung or bundled(RUNG))
     found = worst_setting(record)
     result = Lifted(record.id, record.family, *(found or (None, None)))
     if found is None:
@@ -70,11 +82,7 @@ def measure(record: CaseRecord, case_dir: Path, rung: Path | None = None) -> Lif
     case_spec = agent_view(record, record.supported_libraries[0])["case_spec"]
     for lift in (False, True):
         with tempfile.TemporaryDirectory(prefix="lifting-") as folder:
-            for source in rung.glob("*.py"):  # the rung's files, its setting written here
-                if source.name != "_setting.py":
-                    Path(folder, source.name).symlink_to(source.resolve())
-            setting = f"CELLS_2D, CELLS_3D, DEGREE, LIFT = {cells}, {cells}, {degree}, {lift}\n"
-            Path(folder, "_setting.py").write_text(setting)
+            rung_folder(Path(folder), cells, cells, degree, lift, rung)  # the pricing's count, 2-D or 3-D
             ran = spawned_solve(Path(folder, "solver.py"), case_spec, folder, TIMEOUT_SEC)
             judged = ran if isinstance(ran, str) else ran[0] or judge_folder(record, case_spec, Path(folder), case_dir)
         if isinstance(judged, str):
