@@ -78,6 +78,11 @@ from .refinement import run_baseline, run_oracle
 # under the bound 2 because the oracle's estimate ran ~15% under the gain the textbook solver
 # measured (trial of 16 records at 1.8: 3 measured 2.11-2.19 where the build said 1.76-1.80)
 MIN_TAUS, MAX_SHARE, GAIN_AIM, RATIO_AIM_MAX = 6.0, 0.4, 1.6, 2.0
+# where RATIO_AIM_MAX leaves the worst gain over the bound (GAIN_BOUND), the part may grow the
+# calibration baseline's error up to RATIO_AIM_WIDE x instead, checked against RATIO_CAP_WIDE:
+# the first rebuild had 8 of 55 Helmholtz records over 2 x, all where the narrow cap bound
+# (helmholtz_k20_star_001 at 2.48); the thresholds of those few records loosen with their e_base
+RATIO_AIM_WIDE = 3.0
 # the gain the check asks of a built part (validation's bound: issue 66); a part priced over it
 # (MAX_SHARE or RATIO_AIM_MAX bind) is built again from an
 # F of another tier (OTHER_TIERS), and the one with the smaller worst gain kept
@@ -98,7 +103,7 @@ BOTH_DEGREES = ("poisson", "helmholtz", "heat", "convection_diffusion", "reactio
 # RATIO_CAP x as far off as before (the difficulty holds: the paper's thresholds come from that
 # error), and the share still clears SOLVE_ONLY_TAUS x the tau_acc that error brings, with
 # AFTER_MARGIN to spare (other tracks' baselines move alike, not exactly)
-RATIO_CAP, AFTER_MARGIN = 2.2, 1.1
+RATIO_CAP, RATIO_CAP_WIDE, AFTER_MARGIN = 2.2, 3.3, 1.1
 BASELINE_CANNOT_CARRY = ("the calibration baseline's error grows", "the part is too small for the thresholds it brings")
 DEFAULT_TAU = 8e-3  # a record without thresholds: tau_max
 REFERENCE_SHARE = 0.1  # the stored delta's error estimate (cases.stored_error): at most this share of tau_acc
@@ -138,6 +143,7 @@ def part_rule() -> str:
     attacker = attacker_path()
     constants = (MIN_TAUS, MAX_SHARE, GAIN_AIM, RATIO_AIM_MAX, GAIN_BOUND, GAIN_CEILING, ROUGH_WAVES, ROUGH_PERIODS,
                  OTHER_TIERS, COARSEN_STEPS, MIN_COUNT, FINEST, BOTH_DEGREES, RATIO_CAP, AFTER_MARGIN, REFERENCE_SHARE,
+                 RATIO_AIM_WIDE, RATIO_CAP_WIDE,
                  LEVELS, FINER_LEVELS, FINER_LEVELS_3D,
                  ATTACK_MARGIN, ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE, NONLINEAR_MARGIN, WAVES)  # fmt: skip
     digest = hashlib.sha256(repr(constants).encode())
@@ -409,13 +415,16 @@ def pricing(record: CaseRecord, oracle_dir: Path, valid, exact, part_error_at) -
 def _priced_share(record: CaseRecord, priced: Pricing | None) -> tuple[float, float]:
     """(the share, the calibration baseline's predicted ratio): the smallest share that keeps
     lifting's gain within GAIN_AIM at every pricing setting, at most what grows the calibration
-    baseline's error RATIO_AIM_MAX x, at least what clears SOLVE_ONLY_TAUS x the thresholds the
-    grown error brings, within the share's bounds; the smallest without a pricing."""
+    baseline's error RATIO_AIM_MAX x (RATIO_AIM_WIDE x where that leaves the gain over GAIN_BOUND),
+    at least what clears SOLVE_ONLY_TAUS x the thresholds the grown error brings, within the
+    share's bounds; the smallest without a pricing."""
     smallest, largest = share_bounds(record)
     if priced is None:
         return smallest, math.nan
     _, _, a_cal, r_cal = priced.rows[0]
     carried = math.sqrt(RATIO_AIM_MAX**2 - 1) * a_cal / max(r_cal, 1e-300)
+    if max(priced.gains(min(carried, largest)).values()) > GAIN_BOUND:
+        carried = math.sqrt(RATIO_AIM_WIDE**2 - 1) * a_cal / max(r_cal, 1e-300)
     # the part raises e_base and tau_acc with it: s >= smallest x sqrt(1 + (s r / a)^2)
     q = smallest * AFTER_MARGIN * r_cal / max(a_cal, 1e-300)
     need = smallest * AFTER_MARGIN / math.sqrt(1 - q * q) if q < 1 else largest
@@ -715,7 +724,8 @@ def _build_at(
 
 def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fine, valid, outcome) -> str | None:
     """Why the part cannot be kept, from the calibration baseline run on the record with it
-    (its DOLFINx setting; None for a record without one): its error grows over RATIO_CAP,
+    (its DOLFINx setting; None for a record without one): its error grows over RATIO_CAP
+    (RATIO_CAP_WIDE for a part priced past RATIO_AIM_MAX),
     or the share falls under SOLVE_ONLY_TAUS x the tau_acc the grown errors bring (each
     library's e_base moved by the DOLFINx ratio). Sets ``outcome.measured_ratio``."""
     setting, thresholds = _setting(record), record.evaluation_metadata.thresholds
@@ -726,10 +736,10 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
     target = outputs(record, exact + fine)
     error = _norm(outputs(record, baseline) - target, valid) / max(_norm(target, valid), 1e-300)
     ratio = outcome.measured_ratio = error / max(thresholds["dolfinx"].e_base, 1e-300)
-    if ratio > RATIO_CAP:
+    cap = RATIO_CAP_WIDE if (outcome.predicted_ratio or 0.0) > RATIO_AIM_MAX else RATIO_CAP  # priced wide
+    if ratio > cap:
         return (
-            f"{BASELINE_CANNOT_CARRY[0]} {ratio:.2f} x with the part (at most {RATIO_CAP:g} x: "
-            "the thresholds come from it)"
+            f"{BASELINE_CANNOT_CARRY[0]} {ratio:.2f} x with the part (at most {cap:g} x: the thresholds come from it)"
         )
     after = max(_taus_after(record, ratio))
     if min(outcome.share, outcome.miss) < SOLVE_ONLY_TAUS * AFTER_MARGIN * after:
