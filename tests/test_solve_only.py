@@ -122,6 +122,22 @@ def test_the_lifting_gain_adds_the_two_errors_in_quadrature():
     assert priced.gains(10 * share)["P1/8"] < 1.1  # a larger part: lifting buys less
 
 
+def test_the_ratio_cap_widens_only_where_it_leaves_lifting_over_the_bound():
+    """The share stops where the calibration baseline's error doubles (RATIO_AIM_MAX); where
+    that leaves the coarsest setting's gain over GAIN_BOUND (a calibration resolving u_m far
+    better than delta), the part may triple it instead (RATIO_AIM_WIDE), no more."""
+    record = CaseRecord.model_validate(record_dict("poisson_l_shape"))  # not calibrated: tau_max
+    mild = solve_only.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 2e-2, 0.2)])
+    share, ratio = solve_only._priced_share(record, mild)
+    assert share == pytest.approx(mild.share_for(solve_only.GAIN_AIM)) and ratio < solve_only.RATIO_AIM_MAX
+    # the calibration resolves delta 10 x worse than u_m where the coarse setting errs alike
+    bound = solve_only.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 0.3, 0.1)])
+    share, ratio = solve_only._priced_share(record, bound)
+    assert ratio == pytest.approx(solve_only.RATIO_AIM_WIDE)
+    narrow = (solve_only.RATIO_AIM_MAX**2 - 1) ** 0.5 * 1e-2 / 0.1  # where the narrow cap stopped
+    assert max(bound.gains(share).values()) < max(bound.gains(narrow).values())
+
+
 @pytest.mark.parametrize(
     ("error", "start", "degree", "coarsest"),
     [
@@ -356,12 +372,16 @@ def test_a_live_variants_part_names_the_rule_it_was_built_under(monkeypatch):
         solve_only.part_rule.cache_clear()
 
 
-@pytest.mark.parametrize("nz, tried", [(None, [solve_only.LEVELS, *solve_only.FINER_LEVELS]),
-                                       (5, [solve_only.LEVELS, *solve_only.FINER_LEVELS_3D])])
+SMOOTH = [(solve_only.LEVELS, "smooth")]
+
+
+@pytest.mark.parametrize("nz, tried", [(None, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS)] + SMOOTH),
+                                       (5, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS_3D)] + SMOOTH)])
 def test_a_steady_part_whose_reference_estimate_is_too_large_is_tried_finer(monkeypatch, nz, tried):
     """Where the levels leave the stored part's own error estimate over REFERENCE_SHARE x
     tau_acc, a steady record is built again finer: whole levels in 2-D, half a level in 3-D (a
-    direct 3-D solve a whole level finer is more than this machine affords)."""
+    direct 3-D solve a whole level finer is more than this machine affords); then from the
+    smooth tier's F, which the levels resolve better."""
     data = record_dict(new_id="poisson_levels", nx=8, ny=8)
     if nz:  # a cube: the grid's third axis and the domain with it
         data["case_spec"]["eval_grid"].update(nz=nz, bbox=[0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
@@ -370,7 +390,7 @@ def test_a_steady_part_whose_reference_estimate_is_too_large_is_tried_finer(monk
     levels = []
 
     def build_at(record, case_dir, oracle_dir, at, tier, **_):
-        levels.append(at)
+        levels.append((at, tier))
         return solve_only.SolveOnlyOutcome(record.id, False, "the reference's error estimate 1 is over 0.1 x tau_acc")
 
     monkeypatch.setattr(solve_only, "_build_at", build_at)

@@ -107,6 +107,7 @@ RATIO_CAP, RATIO_CAP_WIDE, AFTER_MARGIN = 2.2, 3.3, 1.1
 BASELINE_CANNOT_CARRY = ("the calibration baseline's error grows", "the part is too small for the thresholds it brings")
 DEFAULT_TAU = 8e-3  # a record without thresholds: tau_max
 REFERENCE_SHARE = 0.1  # the stored delta's error estimate (cases.stored_error): at most this share of tau_acc
+REFERENCE_TOO_ROUGH = "the reference's error estimate"  # the start of the reason it is not
 ROUNDING = 1e-10
 LEVELS = (0.5, 1.0, 2.0)
 # where those levels leave delta's own error estimate too large (a steady 2-D record: layers
@@ -554,7 +555,7 @@ def build_part(
     """Build, check and store one record's solve-only part; updates the record in place
     (its forcing, ``evaluation_metadata.solve_only``) only if the part is kept. A steady
     record whose part's error estimate is too large at LEVELS is tried at each of FINER_LEVELS
-    (FINER_LEVELS_3D in 3-D).
+    (FINER_LEVELS_3D in 3-D), then (any record) with the smooth tier's F.
     With ``attacker`` (attack.load_attacker), a kept part must also keep the attacker
     ATTACK_MARGIN x tau_acc away (``_out_of_reach``)."""
     started = time.perf_counter()
@@ -563,12 +564,14 @@ def build_part(
     outcome = _build_at(record, case_dir, oracle_dir, *how)
     steady, in_3d = record.case_spec.pde.time is None, bool(record.case_spec.eval_grid.nz)
     for levels in (FINER_LEVELS_3D if in_3d else FINER_LEVELS) if steady else ():
-        if outcome.kept or not outcome.reason.startswith("the reference's error estimate"):
+        if outcome.kept or not outcome.reason.startswith(REFERENCE_TOO_ROUGH):
             break
         how = (levels, "")
         outcome = _build_at(record, case_dir, oracle_dir, *how)
-    if not outcome.kept and outcome.reason.startswith(BASELINE_CANNOT_CARRY):
-        # a baseline that resolves the part too coarsely for the thresholds: a smoother part
+    if not outcome.kept and outcome.reason.startswith((*BASELINE_CANNOT_CARRY, REFERENCE_TOO_ROUGH)):
+        # a baseline that resolves the part too coarsely for the thresholds, or levels that
+        # leave its own error estimate too large (a transient 3-D record has no finer try): a
+        # smoother part
         how = (LEVELS, "smooth")
         outcome = _build_at(record, case_dir, oracle_dir, *how)
     if outcome.kept and outcome.worst_gain > GAIN_BOUND and how[1] == "":
@@ -703,9 +706,7 @@ def _build_at(
             f"{SOLVE_ONLY_TAUS:g} x tau_acc ({max(taus):.2g})"
         )
     elif estimate > REFERENCE_SHARE * tau:
-        outcome.reason = (
-            f"the reference's error estimate {estimate:.2g} is over {REFERENCE_SHARE} x tau_acc ({tau:.2g})"
-        )
+        outcome.reason = f"{REFERENCE_TOO_ROUGH} {estimate:.2g} is over {REFERENCE_SHARE} x tau_acc ({tau:.2g})"
     elif problem := _baseline_with_part(record, oracle_dir, field, scale, exact, fine, valid, outcome):
         outcome.reason = problem
     else:
