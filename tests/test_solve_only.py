@@ -202,6 +202,21 @@ def test_a_part_that_is_not_the_one_built_or_too_small_is_refused(built, tmp_pat
     assert validation.check_solve_only(copy, folder) is None
 
 
+def test_a_priced_part_is_held_to_what_u_m_alone_misses_by_and_an_unpriced_one_to_its_share(built):
+    """Issue 62: the promise is the error u_m alone gets on the output arrays (miss), not the
+    part's share of u; a part built before the pricing keeps the share check until rebuilt."""
+    record, folder, _ = built
+    data = json.loads(record.model_dump_json(exclude_none=True))
+    copy = CaseRecord.model_validate(data)
+    part = copy.evaluation_metadata.solve_only
+    assert part.build.get("lifting_gain"), "the fixture's part is priced"
+    tau = copy.evaluation_metadata.thresholds["dolfinx"].tau_acc
+    part.share, part.miss = 10 * tau, 4.5 * tau  # the share clears 5 x, the miss does not
+    assert "min(share, miss)" in validation.check_solve_only(copy, folder)
+    part.build.pop("lifting_gain")  # built under the earlier rule: its share alone
+    assert validation.check_solve_only(copy, folder) is None
+
+
 def test_the_ansatz_fit_fits_the_published_record_and_misses_the_part(built, tmp_path):
     """Issue 46's attacker: to rounding on the data as published, far over tau_acc once the
     solution has a part the data's functions do not span."""
