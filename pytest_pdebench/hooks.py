@@ -169,6 +169,7 @@ class _Recorder:
         self.counted: set[str] = set()  # node ids with a verdict or a stand-in: one each
         self.validated: Counter[str] = Counter()  # --pde-validate: records passed, failed, skipped
         self.trials: Counter[str] = Counter()  # --pde-validate: trial runs per library
+        self.lifting: dict[str, tuple[str, float | None]] = {}  # --pde-validate: id: (family, the build's estimate)
         self.selected: int | None = None  # items the session set out to run
         self.interrupted = False  # Ctrl-C or SIGTERM (session.terminate_as_interrupt)
 
@@ -202,6 +203,7 @@ class _Recorder:
         if self.run.validate and report.when == "call":
             self.validated[report.outcome] += 1
             self.trials.update(value["library"] for key, value in report.user_properties if key == "pde_trial")
+            self.lifting.update((v[0], (v[1], v[2])) for key, v in report.user_properties if key == "pde_lifting")
         verdict = case_items.verdict_of(report)
         if verdict and report.when == "call":
             self.verdicts.append(verdict)
@@ -265,7 +267,7 @@ class _Recorder:
             from .validation import checks_ran
 
             terminalreporter.section("PDEAgent-Bench validation")
-            for line in checks_ran(self.validated, self.trials, self.run.static_only):
+            for line in checks_ran(self.validated, self.trials, self.run.static_only, self.lifting):
                 terminalreporter.write_line(line)
         cut_short = self.cut_short()
         if not self.verdicts and not self.not_run:

@@ -105,7 +105,7 @@ class ValidateItem(pytest.Item):
 
     def runtest(self):
         from .libraries import RuntimeMissing
-        from .validation import static_problems
+        from .validation import lifting_gain, static_problems
 
         if isinstance(self.outcome, CaseFileError):
             raise ValidationFailure(f"record at {self.outcome}")
@@ -113,6 +113,8 @@ class ValidateItem(pytest.Item):
         problems = static_problems(record, self.path.parent)
         if problems:
             raise ValidationFailure(f"record {record.id}: " + "; ".join(problems))
+        if record.evaluation_metadata.solve_only is not None:  # the summary's lifting line
+            self.user_properties.append(("pde_lifting", [record.id, record.family, lifting_gain(record)]))
         run = self.config.stash[PDE_RUN]
         if run.static_only:
             return

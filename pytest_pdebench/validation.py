@@ -322,6 +322,44 @@ def u_m_miss(record: CaseRecord) -> dict[str, float]:
     return {library: part.miss / t.tau_acc for library, t in record.evaluation_metadata.thresholds.items()}
 
 
+def lifting_gain(record: CaseRecord) -> float | None:
+    """The build's estimate of what lifting u_m out of the text gains (the worst of the
+    settings it priced at); None for a record without a priced part."""
+    part = record.evaluation_metadata.solve_only
+    gains = (part.build.get("lifting_gain") or {}) if part is not None else {}
+    return max(gains.values()) if gains else None
+
+
+def lifting_lines(gains: dict[str, tuple[str, float | None]]) -> tuple[list[str], bool]:
+    """What the builds' estimates say of the records with a part (id: (family, the worst gain,
+    None for a part built before the pricing)): those over LIFTING_GAIN_BOUND (and over the
+    ceiling), the families with more than LIFTING_OVER_BOUND of their records over it, how many
+    are unpriced; and whether the bound breaks (a family so, or a record over the ceiling)."""
+    priced = {case: gain for case, (_, gain) in gains.items() if gain is not None}
+    lines = []
+    over = sorted(((gain, case) for case, gain in priced.items() if gain > LIFTING_GAIN_BOUND), reverse=True)
+    if over:
+        lines.append(f"lifting u_m out of the text gains over {LIFTING_GAIN_BOUND:g} x on {len(over)} records:")
+        lines += [
+            f"  {case}: {gain:.2f} x" + (f" (over {LIFTING_GAIN_CEILING:g} x)" if gain > LIFTING_GAIN_CEILING else "")
+            for gain, case in over
+        ]
+    families: dict[str, list[float]] = {}
+    for family, gain in gains.values():
+        families.setdefault(family, []).append(gain or 0.0)
+    crowded = sorted(
+        family
+        for family, found in families.items()
+        if sum(gain > LIFTING_GAIN_BOUND for gain in found) > LIFTING_OVER_BOUND * len(found)
+    )
+    if crowded:
+        share = f"{LIFTING_OVER_BOUND:.0%}"
+        lines.append(f"over {LIFTING_GAIN_BOUND:g} x on more than {share} of the records of: " + ", ".join(crowded))
+    if unpriced := len(gains) - len(priced):
+        lines.append(f"{unpriced} records' parts were built before the lifting gain was priced: no estimate")
+    return lines, bool(crowded) or any(gain > LIFTING_GAIN_CEILING for gain, _ in over)
+
+
 def check_solve_only(record: CaseRecord, case_dir: Path | None = None) -> str | None:
     """A solve-only part (making/solve_only.py) is stored as built (its digest), has the
     grid's shape, and is large enough that the manufactured u, which the data's text may
@@ -410,9 +448,12 @@ def static_problems(record: CaseRecord, case_dir: Path | None = None) -> list[st
     return problems
 
 
-def checks_ran(records: Counter[str], trials: Counter[str], static_only: bool) -> list[str]:
+def checks_ran(
+    records: Counter[str], trials: Counter[str], static_only: bool, lifting: dict[str, tuple[str, float | None]]
+) -> list[str]:
     """What ``--pde-validate`` checked, for its terminal summary: the records' outcomes, the
-    checks each record went through, and the trial runs per library."""
+    checks each record went through, the trial runs per library, and what lifting u_m out of
+    the text gains on the records that passed the static checks with a part (``lifting_lines``)."""
     outcome = ", ".join(f"{records[o]} {word}" for o, word in (("passed", "passed"), ("failed", "failed")))
     if records["skipped"]:
         outcome += f", {records['skipped']} passed the static checks with no runtime here for a trial run"
@@ -426,4 +467,12 @@ def checks_ran(records: Counter[str], trials: Counter[str], static_only: bool) -
     else:
         runs = ", ".join(f"{count} on {library}" for library, count in sorted(trials.items())) or "none"
         lines.append(f"trial runs of the oracle (the error finite, the thresholds within bounds): {runs}")
+    if lifting:
+        priced = sorted(gain for _, gain in lifting.values() if gain is not None)
+        figures = f", median {priced[len(priced) // 2]:.2f} x, largest {priced[-1]:.2f} x" if priced else ""
+        lines.append(
+            f"lifting u_m out of the text (the builds' estimates; over {LIFTING_GAIN_CEILING:g} x is refused): "
+            f"{len(priced)} of {len(lifting)} records with a part priced{figures}"
+        )
+        lines += lifting_lines(lifting)[0]
     return lines

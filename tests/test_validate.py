@@ -110,3 +110,30 @@ def test_run_folders_go_under_the_folder_it_was_started_from(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*artifacts in {work / 'reports' / 'validation'}*"])
     assert not (pytester.path / "reports").exists() and not (elsewhere / "reports").exists()
+
+
+def test_the_summary_says_what_lifting_gains_by_the_builds_estimates(pytester):
+    """Issue 66: each record with a part gets the build's lifting estimate in the summary;
+    one over 2 x is named, its family flagged when over 5% of it, a part built before the
+    pricing counted as unpriced; over 3 x is refused by the static check, with the figure."""
+    from pytest_pdebench.testing import STARTER
+
+    (pytester.path / "references").symlink_to(STARTER / "references")
+    records = {json.loads(line)["id"]: json.loads(line) for line in (STARTER / "starter.jsonl").read_text().splitlines()}
+    unpriced, priced, over = (json.loads(json.dumps(records[name]))
+                              for name in ("poisson_basic", "poisson_l_shape", "poisson_mixed_bc"))
+    priced["evaluation_metadata"]["solve_only"]["build"]["lifting_gain"] = {"calibration": 1.3, "P1/12": 2.4}
+    over["evaluation_metadata"]["solve_only"]["build"]["lifting_gain"] = {"P2/6": 3.2}
+    path = pytester.path / "priced.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (unpriced, priced, over)) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--pde-validate={path}", "--pde-validate-static", "-rf")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*poisson_mixed_bc*lifting the manufactured u out of the data's text gains over 3 x: 3.20 x at P2/6*",
+        "lifting u_m out of the text (the builds' estimates; over 3 x is refused): 1 of 2 records with a part priced, "
+        "median 2.40 x, largest 2.40 x",
+        "lifting u_m out of the text gains over 2 x on 1 records:",
+        "  poisson_l_shape: 2.40 x",
+        "over 2 x on more than 5% of the records of: poisson",
+        "1 records' parts were built before the lifting gain was priced: no estimate",
+    ])

@@ -41,7 +41,7 @@ def attack_audit(
     from tabulate import tabulate
 
     from ..cases import load_cases
-    from ..validation import LIFTING_GAIN_BOUND, LIFTING_GAIN_CEILING, LIFTING_OVER_BOUND, SOLVE_ONLY_TAUS, u_m_miss
+    from ..validation import LIFTING_GAIN_BOUND, SOLVE_ONLY_TAUS, lifting_gain, lifting_lines, u_m_miss
 
     chosen = [
         (path.parent, record) for path, _, record in load_cases(cases) if not families or record.family in families
@@ -115,29 +115,11 @@ def attack_audit(
         )
         for m, case in short:
             log(f"  {case}: {m:.2f} x its tightest track's tau_acc")
-    gaining = sorted(((gain, case) for case, gain in lifting.items() if gain > LIFTING_GAIN_BOUND), reverse=True)
-    if gaining:
-        log(f"\nlifting u_m out of the text gains over {LIFTING_GAIN_BOUND:g} x on {len(gaining)} records:")
-        for gain, case in gaining:
-            log(
-                f"  {case}: {gain:.2f} x"
-                + (f" (over {LIFTING_GAIN_CEILING:g} x)" if gain > LIFTING_GAIN_CEILING else "")
-            )
-    # the bound holds on a family if at most LIFTING_OVER_BOUND of its records gain over 2 x
-    crowded = [
-        family
-        for family, found in by_family.items()
-        if sum(lifting.get(r["case_id"], 0.0) > LIFTING_GAIN_BOUND for r in found) > LIFTING_OVER_BOUND * len(found)
-    ]
-    if crowded:
-        log(
-            f"\nover {LIFTING_GAIN_BOUND:g} x on more than {LIFTING_OVER_BOUND:.0%} of the records of: "
-            + ", ".join(sorted(crowded))
-        )
-    breaking = crowded or any(gain > LIFTING_GAIN_CEILING for gain, _ in gaining)
-    unpriced = sum(r.evaluation_metadata.solve_only is not None and r.id not in lifting for _, r in chosen)
-    if unpriced:
-        log(f"\n{unpriced} records' parts were built before the lifting gain was priced: no estimate")
+    said, breaking = lifting_lines(
+        {r.id: (r.family, lifting.get(r.id)) for _, r in chosen if r.evaluation_metadata.solve_only is not None}
+    )
+    for line in said:
+        log(("" if line.startswith("  ") else "\n") + line)
     under = sorted((r for r in rows if r["margin"] is not None and r["margin"] < margin), key=lambda r: r["margin"])
     log(
         f"\nmargin: the attacker's error over the record's largest tau_acc ({len(rows)} records, "
@@ -190,14 +172,6 @@ def _lifting_sample(chosen, per_family: int, rung: Path | None, log) -> bool:
 
 def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-
-
-def lifting_gain(record) -> float | None:
-    """The build's estimate of what lifting u_m out of the text gains (the worst of the
-    settings it priced at); None for a record without a priced part."""
-    part = record.evaluation_metadata.solve_only
-    gains = (part.build.get("lifting_gain") or {}) if part is not None else {}
-    return max(gains.values()) if gains else None
 
 
 def _median(values: list[float]) -> str:

@@ -197,9 +197,8 @@ def _under_margin(audit: str) -> set[str]:
 def _not_priced(cases: Path) -> set[str]:
     """The records whose part was not priced by what lifting gains (built under an earlier
     rule), or whose build's estimate is over the ceiling (every tier was tried under 2 x)."""
-    from ..authoring.attack_audit import lifting_gain
     from ..cases import iter_case_file
-    from ..validation import LIFTING_GAIN_CEILING
+    from ..validation import LIFTING_GAIN_CEILING, lifting_gain
 
     return {
         record.id
