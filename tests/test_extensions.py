@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,33 @@ def test_an_unknown_sandbox_is_named_with_the_ones_there_are(tmp_path):
     cases, submissions = toy_cases(tmp_path, "dolfinx", {"exact": EXACT})
     done, _ = run_track(tmp_path, "dolfinx", cases, submissions, "--pde-sandbox=firejail")
     assert "--pde-sandbox: unknown sandbox 'firejail'; choose one of bubblewrap, docker, none" in done.stderr
+
+
+WEAK_PLUGIN = '''
+from pytest_pdebench.sandbox import UnsandboxedBackend
+
+
+def pytest_pdebench_add_backends(backends):
+    backends["unsandboxed"] = UnsandboxedBackend
+'''
+
+
+def test_the_red_team_probes_name_what_a_plugins_backend_lets_through(tmp_path, dolfinx_available, monkeypatch):
+    """testing.redteam as a backend's author runs it: on a backend with no isolation at all,
+    the memo probes that write the host's /dev/shm or above their run folder keep their
+    answer between runs, and a child outlives its run: each is named; the probes the harness
+    itself stops (a linked, oversize or bomb output) are not."""
+    from pytest_pdebench.testing.redteam import python_probe_problems
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "plugins"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the memo_tmpdir probe's file, if the runs see it
+    backend = ["--pde-sandbox=unsandboxed", "--pde-runner=cold", *_with_plugin(tmp_path, "weak_plugin", WEAK_PLUGIN)]
+    shm = Path("/dev/shm/memo.npy")  # where memo_shm leaves its answer on this host, unsandboxed
+    try:
+        problems = python_probe_problems(tmp_path / "probes", "dolfinx", backend)
+    finally:  # what the unsandboxed probes left on the host: their memo, the verdict audit_write aims up
+        for left in (shm, Path("/tmp/m.npy"), Path("/dev/shm/verdict.json")):
+            if left.is_file() and (left.suffix == ".npy" or left.read_text() == '{"outcome": "PASS"}'):
+                left.unlink()
+    assert {"memo_shm", "memo_above_run_folder", "lingering_child"} <= set(problems), problems
+    assert not {"link_absolute", "fifo_output", "oversize_output", "bomb_output"} & set(problems), problems

@@ -129,6 +129,7 @@ HARNESS_ONLY = {
     "data/attacker/solver.py": (2, "inside an attack: the attacker's own outputs in its scratch folder"),
     "testing/__init__.py": (6, "the tests' temp folders"),
     "testing/conformance.py": (13, "the checks' temp folders"),
+    "testing/redteam.py": (4, "the probes' temp folders"),
     "testing/agent_runs.py": (2, "the tests' temp folders"),
     "testing/loopback.py": (2, "the tests' temp folders"),
     "testing/slurm_node.py": (9, "the test cluster's temp folders"),
