@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/lifting_tracks.py --library dealii [--per-family 2]
         [--parts benchmarks/results/rebuild-issue-66] [--name NAME]
 
-For a sample of priced records (``--per-family`` a family, from the kept parts of a part
-rebuild), the track's own oracle runs through the plugin in calibration mode (its sandbox, one
+For a sample of priced records (``--per-family`` a family, spread over its ids, from the
+kept parts of a part rebuild), the track's own oracle runs through the plugin in calibration mode (its sandbox, one
 run) at the build's worst P1/P2 pricing setting (``making.lifting.worst_setting``), twice: on the
 record as it is (plain), and on the problem w = u - S solves, S the closed form the lifting rung
 finds in the text (``submissions/lifting/dolfinx/_closed_form.py``): the forcing less L(S), the
@@ -53,18 +53,21 @@ def closed_form_module():
 
 
 def sample(parts: Path, library: str, per_family: int) -> list[CaseRecord]:
-    """The first ``per_family`` kept, priced, linear records of each family the library runs."""
-    chosen, counts = [], defaultdict(int)
+    """``per_family`` kept, priced, linear records of each family the library runs, spread
+    evenly over the family's records in id order (a family's ids run through its parameter
+    sets and domains)."""
+    eligible = defaultdict(list)
     for path in sorted((parts / "parts").glob("*.json")):
         entry = json.loads(path.read_text())
         if not entry["kept"]:
             continue
         record = CaseRecord.model_validate(entry["record"])
-        if (record.family in NONLINEAR or library not in record.supported_libraries
-                or worst_setting(record) is None or counts[record.family] >= per_family):  # fmt: skip
-            continue
-        counts[record.family] += 1
-        chosen.append(record)
+        if record.family not in NONLINEAR and library in record.supported_libraries and worst_setting(record):
+            eligible[record.family].append(record)
+    chosen = []
+    for found in eligible.values():
+        count = min(per_family, len(found))
+        chosen += [found[round(i * (len(found) - 1) / max(count - 1, 1))] for i in range(count)]
     return chosen
 
 
