@@ -24,16 +24,8 @@ from pytest_pdebench.grid import EvalGrid
 from pytest_pdebench.libraries.dolfinx import DolfinxTrack
 from pytest_pdebench.run_files import UnsafeOutput, read_run_file
 from pytest_pdebench.testing import NUMPY_PRELUDE, docker_machine, run_track, toy_cases
-from pytest_pdebench.testing.redteam import (
-    E_BASE,
-    NX,
-    NY,
-    PROBE_PRELUDE,
-    T_BASE,
-    cpp_probe_problems,
-    exploit_problems,
-    python_probe_problems,
-)
+from pytest_pdebench.testing.probes import E_BASE, NX, NY, PROBE_PRELUDE, T_BASE
+from pytest_pdebench.testing.redteam import cpp_probe_problems, exploit_problems, python_probe_problems
 
 
 @pytest.mark.fem
