@@ -134,6 +134,8 @@ def test_the_ratio_cap_widens_only_where_it_leaves_lifting_over_the_bound():
     bound = solve_only.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 0.3, 0.1)])
     share, ratio = solve_only._priced_share(record, bound)
     assert ratio == pytest.approx(solve_only.RATIO_AIM_WIDE)
+    # a property of the pricing: the attacker's build again at a larger scale keeps the wide cap
+    assert solve_only.priced_wide(record, bound) and not solve_only.priced_wide(record, mild)
     narrow = (solve_only.RATIO_AIM_MAX**2 - 1) ** 0.5 * 1e-2 / 0.1  # where the narrow cap stopped
     assert max(bound.gains(share).values()) < max(bound.gains(narrow).values())
 

@@ -423,14 +423,24 @@ def _priced_share(record: CaseRecord, priced: Pricing | None) -> tuple[float, fl
     if priced is None:
         return smallest, math.nan
     _, _, a_cal, r_cal = priced.rows[0]
-    carried = math.sqrt(RATIO_AIM_MAX**2 - 1) * a_cal / max(r_cal, 1e-300)
-    if max(priced.gains(min(carried, largest)).values()) > GAIN_BOUND:
-        carried = math.sqrt(RATIO_AIM_WIDE**2 - 1) * a_cal / max(r_cal, 1e-300)
+    ratio_aim = RATIO_AIM_WIDE if priced_wide(record, priced) else RATIO_AIM_MAX
+    carried = math.sqrt(ratio_aim**2 - 1) * a_cal / max(r_cal, 1e-300)
     # the part raises e_base and tau_acc with it: s >= smallest x sqrt(1 + (s r / a)^2)
     q = smallest * AFTER_MARGIN * r_cal / max(a_cal, 1e-300)
     need = smallest * AFTER_MARGIN / math.sqrt(1 - q * q) if q < 1 else largest
     share = min(max(min(priced.share_for(GAIN_AIM), carried), need), largest)
     return share, math.hypot(1.0, share * r_cal / max(a_cal, 1e-300))
+
+
+def priced_wide(record: CaseRecord, priced: Pricing | None) -> bool:
+    """Whether the part may grow the calibration baseline's error RATIO_AIM_WIDE x: at the
+    share that grows it RATIO_AIM_MAX x, lifting still gains over GAIN_BOUND somewhere. A
+    property of the pricing, so a build again at another scale (the attacker's) keeps it."""
+    if priced is None:
+        return False
+    _, _, a_cal, r_cal = priced.rows[0]
+    carried = math.sqrt(RATIO_AIM_MAX**2 - 1) * a_cal / max(r_cal, 1e-300)
+    return max(priced.gains(min(carried, share_bounds(record)[1])).values()) > GAIN_BOUND
 
 
 def _at_cells(setting: dict, degree: int, cells: int) -> dict:
@@ -726,7 +736,7 @@ def _build_at(
 def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fine, valid, outcome) -> str | None:
     """Why the part cannot be kept, from the calibration baseline run on the record with it
     (its DOLFINx setting; None for a record without one): its error grows over RATIO_CAP
-    (RATIO_CAP_WIDE for a part priced past RATIO_AIM_MAX),
+    (RATIO_CAP_WIDE for a part priced wide: ``priced_wide``),
     or the share falls under SOLVE_ONLY_TAUS x the tau_acc the grown errors bring (each
     library's e_base moved by the DOLFINx ratio). Sets ``outcome.measured_ratio``."""
     setting, thresholds = _setting(record), record.evaluation_metadata.thresholds
@@ -737,7 +747,7 @@ def _baseline_with_part(record, oracle_dir: Path, field, scale: float, exact, fi
     target = outputs(record, exact + fine)
     error = _norm(outputs(record, baseline) - target, valid) / max(_norm(target, valid), 1e-300)
     ratio = outcome.measured_ratio = error / max(thresholds["dolfinx"].e_base, 1e-300)
-    cap = RATIO_CAP_WIDE if (outcome.predicted_ratio or 0.0) > RATIO_AIM_MAX else RATIO_CAP  # priced wide
+    cap = RATIO_CAP_WIDE if priced_wide(record, outcome.pricing) else RATIO_CAP
     if ratio > cap:
         return (
             f"{BASELINE_CANNOT_CARRY[0]} {ratio:.2f} x with the part (at most {cap:g} x: the thresholds come from it)"
