@@ -7,7 +7,7 @@ Takes ``--per-family`` manufactured records of each of the lifting rung's famili
 cases/suite.jsonl (the first ones of the smoke sample's order: ``--pde-sample``'s pick), takes
 their parts off (``authoring.parts.without_part``: the forcing's term, and the e_base back to
 what it was without the part, divided by the ratio the build measured), builds each part again with
-``making.solve_only.GAIN_AIM`` set to ``--gain`` (``pdebench build-solve-only``'s code),
+``making.pricing.GAIN_AIM`` set to ``--gain`` (``pdebench build-solve-only``'s code),
 and writes OUT/suite.jsonl with OUT/references/. Each rebuilt record's thresholds are moved as
 a calibration would move them: every library's e_base times the ratio the build measured on the
 DOLFINx calibration baseline, tau_acc from it (the other tracks' baselines move alike, not
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pytest_pdebench.authoring.parts import assemble, build_parts, without_part
 from pytest_pdebench.cases import iter_case_file, write_case_file
-from pytest_pdebench.making import solve_only
+from pytest_pdebench.making import pricing
 from pytest_pdebench.thresholds import accuracy_threshold
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def moved_thresholds(out: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gain", type=float, default=solve_only.GAIN_AIM, help="GAIN_AIM for the rebuilt parts")
+    parser.add_argument("--gain", type=float, default=pricing.GAIN_AIM, help="GAIN_AIM for the rebuilt parts")
     parser.add_argument("--per-family", type=int, default=3)
     parser.add_argument("--out", default=str(REPO / "reports" / "lifting" / "trial"))
     args = parser.parse_args()
@@ -66,7 +66,7 @@ def main() -> int:
     source = out / "without-parts.jsonl"
     records = [without_part(record) for record in picked(args.per_family)]
     write_case_file(source, records)
-    solve_only.GAIN_AIM = args.gain
+    pricing.GAIN_AIM = args.gain
     kept, tried = build_parts(source, out, REPO / "submissions" / "oracle" / "dolfinx")
     assemble(source, out)
     moved_thresholds(out)

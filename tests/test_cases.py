@@ -134,7 +134,7 @@ def test_committed_cases_are_the_generated_starter_suite():
 
 def _without_part(record):
     """The record as generated: its solve-only part's term taken out of the forcing again."""
-    from pytest_pdebench.making.solve_only import forcing_without_part
+    from pytest_pdebench.making.part_field import forcing_without_part
 
     part = record.evaluation_metadata.solve_only
     if part is None:

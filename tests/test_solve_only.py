@@ -13,7 +13,7 @@ import pytest
 
 from pytest_pdebench import text_leaks, validation
 from pytest_pdebench.authoring import parts
-from pytest_pdebench.making import solve_only
+from pytest_pdebench.making import part_field, pricing, solve_only
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.grid import EvalGrid, valid_mask
 from pytest_pdebench.metrics import relative_l2_error
@@ -65,8 +65,8 @@ def built(tmp_path_factory, dolfinx_available):
 def test_a_part_is_built_within_its_bounds_and_the_forcing_drives_it(built):
     record, folder, outcome = built
     assert outcome.kept, outcome.reason
-    smallest, largest = solve_only.share_bounds(record)
-    assert smallest == pytest.approx(solve_only.MIN_TAUS * tau()) and smallest <= outcome.share <= largest
+    smallest, largest = pricing.share_bounds(record)
+    assert smallest == pytest.approx(pricing.MIN_TAUS * tau()) and smallest <= outcome.share <= largest
     part = record.evaluation_metadata.solve_only
     assert part is not None and (folder / part.path).is_file() and part.share == outcome.share
     assert str(part.forcing) in str(record.case_spec.pde.forcing.value)  # s * F is a term of the forcing
@@ -98,15 +98,15 @@ def test_the_smooth_tier_draws_one_wave_of_one_period_and_the_rough_tier_shorter
     import sympy as sp
 
     record = CaseRecord.model_validate(record_dict("poisson_l_shape"))
-    first, smooth = solve_only.driving_field(record), solve_only.driving_field(record, "smooth")
-    assert len(sp.Add.make_args(first)) == solve_only.WAVES and len(sp.Add.make_args(smooth)) == 1
-    assert smooth == solve_only.driving_field(record, "smooth")  # drawn from the case id alone
-    rough = sp.Add.make_args(solve_only.driving_field(record, "rough"))
-    assert len(rough) == solve_only.ROUGH_WAVES
-    low, high = solve_only.ROUGH_PERIODS[0]
+    first, smooth = part_field.driving_field(record), part_field.driving_field(record, "smooth")
+    assert len(sp.Add.make_args(first)) == part_field.WAVES and len(sp.Add.make_args(smooth)) == 1
+    assert smooth == part_field.driving_field(record, "smooth")  # drawn from the case id alone
+    rough = sp.Add.make_args(part_field.driving_field(record, "rough"))
+    assert len(rough) == part_field.ROUGH_WAVES
+    low, high = part_field.ROUGH_PERIODS[0]
     for wave in rough:  # every axis at ROUGH_PERIODS periods across the box (the L-shape's is the unit square)
         argument = next(a for a in wave.atoms(sp.cos)).args[0]
-        for axis in (solve_only.x, solve_only.y):
+        for axis in (part_field.x, part_field.y):
             periods = abs(float(sp.diff(argument, axis) / (2 * sp.pi)))
             assert low <= round(periods) < high
 
@@ -114,7 +114,7 @@ def test_the_smooth_tier_draws_one_wave_of_one_period_and_the_rough_tier_shorter
 def test_the_lifting_gain_adds_the_two_errors_in_quadrature():
     """A solver that lifts u_m errs by delta's part (s r), a plain one by both (a and s r):
     the share that gives a gain g at every setting is the largest a / (sqrt(g^2 - 1) r)."""
-    priced = solve_only.Pricing([("calibration", {}, 1e-3, 0.01), ("P1/8", {}, 4e-3, 0.02)])
+    priced = pricing.Pricing([("calibration", {}, 1e-3, 0.01), ("P1/8", {}, 4e-3, 0.02)])
     share = priced.share_for(2.0)
     assert share == pytest.approx(4e-3 / (3**0.5 * 0.02))
     gains = priced.gains(share)
@@ -127,16 +127,16 @@ def test_the_ratio_cap_widens_only_where_it_leaves_lifting_over_the_bound():
     that leaves the coarsest setting's gain over GAIN_BOUND (a calibration resolving u_m far
     better than delta), the part may triple it instead (RATIO_AIM_WIDE), no more."""
     record = CaseRecord.model_validate(record_dict("poisson_l_shape"))  # not calibrated: tau_max
-    mild = solve_only.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 2e-2, 0.2)])
-    share, ratio = solve_only._priced_share(record, mild)
-    assert share == pytest.approx(mild.share_for(solve_only.GAIN_AIM)) and ratio < solve_only.RATIO_AIM_MAX
+    mild = pricing.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 2e-2, 0.2)])
+    share, ratio = pricing._priced_share(record, mild)
+    assert share == pytest.approx(mild.share_for(pricing.GAIN_AIM)) and ratio < pricing.RATIO_AIM_MAX
     # the calibration resolves delta 10 x worse than u_m where the coarse setting errs alike
-    bound = solve_only.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 0.3, 0.1)])
-    share, ratio = solve_only._priced_share(record, bound)
-    assert ratio == pytest.approx(solve_only.RATIO_AIM_WIDE)
+    bound = pricing.Pricing([("calibration", {}, 1e-2, 0.1), ("P1/8", {}, 0.3, 0.1)])
+    share, ratio = pricing._priced_share(record, bound)
+    assert ratio == pytest.approx(pricing.RATIO_AIM_WIDE)
     # a property of the pricing: the attacker's build again at a larger scale keeps the wide cap
-    assert solve_only.priced_wide(record, bound) and not solve_only.priced_wide(record, mild)
-    narrow = (solve_only.RATIO_AIM_MAX**2 - 1) ** 0.5 * 1e-2 / 0.1  # where the narrow cap stopped
+    assert pricing.priced_wide(record, bound) and not pricing.priced_wide(record, mild)
+    narrow = (pricing.RATIO_AIM_MAX**2 - 1) ** 0.5 * 1e-2 / 0.1  # where the narrow cap stopped
     assert max(bound.gains(share).values()) < max(bound.gains(narrow).values())
 
 
@@ -160,10 +160,10 @@ def test_the_pricing_finds_the_coarsest_mesh_the_gate_admits(error, start, degre
         return error(setting["cells_per_side"])
 
     calibration = {"cells_per_side": start, "element_degree": 2, "solver": "direct"}
-    at = functools.partial(solve_only._at_cells, calibration, degree)
-    count, setting, found = solve_only._coarsest_passing(bare_error, at, start, degree + 1, 1e-3)
+    at = functools.partial(pricing._at_cells, calibration, degree)
+    count, setting, found = pricing._coarsest_passing(bare_error, at, start, degree + 1, 1e-3)
     assert count == setting["cells_per_side"] == coarsest and found == error(coarsest)
-    assert len(tried) <= solve_only.COARSEN_STEPS
+    assert len(tried) <= pricing.COARSEN_STEPS
 
 
 def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
@@ -175,7 +175,7 @@ def test_the_reference_is_u_plus_the_part_and_the_text_gives_only_u(built):
     reference, manufactured = reference_fields(record, grid, folder), reference_fields(original, grid)
     # what the text can give (the data are u's) misses by the share: far over every tau_acc
     assert relative_l2_error(manufactured, reference, valid) == pytest.approx(outcome.miss, rel=1e-6)
-    assert outcome.miss >= solve_only.MIN_TAUS * tau()
+    assert outcome.miss >= pricing.MIN_TAUS * tau()
     assert text_leaks.text_leak_problems(original) and not text_leaks.text_leak_problems(record)
 
 

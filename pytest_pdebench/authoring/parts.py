@@ -9,7 +9,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..cases import CaseRecord
-from ..making.solve_only import ORACLE_FAILED, build_part, forcing_without_part, write_entry
+from ..making.part_field import forcing_without_part
+from ..making.solve_only import ORACLE_FAILED, build_part, write_entry
 
 # ---- the whole suite: one file per record (resumable, two processes side by side), then one case file ----
 

@@ -38,14 +38,12 @@ subtract it).
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
 import math
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -53,59 +51,66 @@ from types import ModuleType
 import numpy as np
 import sympy as sp
 
-from ..cases import CaseRecord, ExpressionOrVector, SolveOnlyPart, stored_error
-from ..domains import resolve_geometry
-from ..expressions import expression_to_string, parse_expression, x, y, z
-from ..expressions import u as U
+from ..cases import CaseRecord, SolveOnlyPart, stored_error
 from ..grid import EvalGrid, valid_mask
-from ..validation import LIFTING_GAIN_BOUND, LIFTING_GAIN_CEILING, SOLVE_ONLY_TAUS
+from ..validation import LIFTING_GAIN_CEILING, SOLVE_ONLY_TAUS
 from .attack import ATTACK_MARGIN, attack, within_reason
+from .part_field import (
+    ROUGH_PERIODS,
+    ROUGH_WAVES,
+    WAVES,
+    _as_text,
+    _field_values,
+    _number,
+    _plus,
+    driving_field,
+    exact_components,
+    homogeneous_spec,
+    nonlinear,
+    perturbed_spec,
+)
+from .pricing import (
+    AFTER_MARGIN,
+    BOTH_DEGREES,
+    COARSEN_STEPS,
+    DEFAULT_TAU,
+    FINEST,
+    GAIN_AIM,
+    GAIN_BOUND,
+    MAX_SHARE,
+    MIN_COUNT,
+    MIN_TAUS,
+    RATIO_AIM_MAX,
+    RATIO_AIM_WIDE,
+    Pricing,
+    _components,
+    _norm,
+    _priced_share,
+    _setting,
+    output_miss,
+    outputs,
+    priced_wide,
+    pricing,
+    share_bounds,
+)
 from .refinement import run_baseline, run_oracle
 
-# how large delta is (||delta|| / ||u_m|| on the grid at t_end): large enough that u_m, which
-# the text may give, misses the solution's output arrays by MIN_TAUS x the largest tau_acc
-# of the record's libraries (the static check asks for 5), at most MAX_SHARE; within that,
-# large enough that a solver lifting u_m out of the text and solving for delta alone is at
-# most GAIN_AIM x more accurate than the plain solve (issue 66), at every pricing setting:
-# the calibration baseline's, and the same oracle at P1 and P2 coarsened until its error on
-# the bare record reaches tau_acc (the coarsest the gate admits; the gain grows as the mesh
-# coarsens where u_m's error grows faster than delta's: pollution at high wavenumbers); but
-# no larger than grows the calibration baseline's error RATIO_AIM_MAX x (the thresholds come
-# from it). The ceilings are wide because at a P2 calibration setting u_m may be resolved 13 x
-# better than delta where P1 resolves both alike (helmholtz_k20_star_001): a part priced
-# for P1 grows the P2 baseline's error 2.5 x, and 0.15 of u_m was too little for
-# helmholtz_k5_sector_004 at any F (its u_m is as hard for the baseline as delta). GAIN_AIM sits
-# under the bound 2 because the oracle's estimate ran ~15% under the gain the textbook solver
-# measured (trial of 16 records at 1.8: 3 measured 2.11-2.19 where the build said 1.76-1.80)
-MIN_TAUS, MAX_SHARE, GAIN_AIM, RATIO_AIM_MAX = 6.0, 0.4, 1.6, 2.0
-# where RATIO_AIM_MAX leaves the worst gain over the bound (GAIN_BOUND), the part may grow the
-# calibration baseline's error up to RATIO_AIM_WIDE x instead, checked against RATIO_CAP_WIDE:
-# the first rebuild had 8 of 55 Helmholtz records over 2 x, all where the narrow cap bound
-# (helmholtz_k20_star_001 at 2.48); the thresholds of those few records loosen with their e_base
-RATIO_AIM_WIDE = 3.0
 # the gain the check asks of a built part (validation's bound: issue 66); a part priced over it
 # (MAX_SHARE or RATIO_AIM_MAX bind) is built again from an
 # F of another tier (OTHER_TIERS), and the one with the smaller worst gain kept
-GAIN_BOUND, GAIN_CEILING = LIFTING_GAIN_BOUND, LIFTING_GAIN_CEILING
+GAIN_CEILING = LIFTING_GAIN_CEILING
 LIFTS_TOO_MUCH = "lifting u_m out of the text gains"  # the start of the reason a part over the ceiling is refused
-ROUGH_WAVES, ROUGH_PERIODS = 4, ((2, 5), (1, 3))  # the rough tier's waves; periods per axis [low, high) in 2-D, 3-D
 # the tiers tried, in turn, where the first F leaves a gain over GAIN_BOUND: rough, where the
 # baseline resolves F too well (MAX_SHARE binds); smooth, where the calibration setting resolves
 # F much worse than the coarse ones do, so RATIO_AIM_MAX binds before the coarse gains come down
 # (seen: helmholtz_k20_circle_023 at 11 x, poisson_contrast_kappa_dumbbell_048 at 10 x)
 OTHER_TIERS = ("rough", "smooth")
-# the pricing's coarsening (cells per side at P1 and P2 where the family's oracle takes both, the
-# others at the calibration's degree; a transient record's time steps too): at most COARSEN_STEPS
-# tries, the count within [MIN_COUNT, FINEST x the calibration's]
-COARSEN_STEPS, MIN_COUNT, FINEST = 6, 4, 4
-BOTH_DEGREES = ("poisson", "helmholtz", "heat", "convection_diffusion", "reaction_diffusion", "wave")
 # a part is kept only if the calibration baseline, run on the record with the part, is at most
 # RATIO_CAP x as far off as before (the difficulty holds: the paper's thresholds come from that
 # error), and the share still clears SOLVE_ONLY_TAUS x the tau_acc that error brings, with
 # AFTER_MARGIN to spare (other tracks' baselines move alike, not exactly)
-RATIO_CAP, RATIO_CAP_WIDE, AFTER_MARGIN = 2.2, 3.3, 1.1
+RATIO_CAP, RATIO_CAP_WIDE = 2.2, 3.3
 BASELINE_CANNOT_CARRY = ("the calibration baseline's error grows", "the part is too small for the thresholds it brings")
-DEFAULT_TAU = 8e-3  # a record without thresholds: tau_max
 REFERENCE_SHARE = 0.1  # the stored delta's error estimate (cases.stored_error): at most this share of tau_acc
 REFERENCE_TOO_ROUGH = "the reference's error estimate"  # the start of the reason it is not
 ROUNDING = 1e-10
@@ -118,7 +123,6 @@ FINER_LEVELS = ((1.0, 2.0, 4.0), (2.0, 4.0, 8.0))
 # Poisson, ~0.4 M dofs; a whole level, 0.9 M, is more than a direct solve here affords): the
 # larger parts issue 66's pricing asks left 4 of the first 88 records 1.2-1.7 x over
 FINER_LEVELS_3D = ((0.75, 1.5, 3.0),)
-NONLINEAR = ("burgers", "navier_stokes")
 # the ansatz-fit attacker (making/attack.py) on the built record: a part it comes within
 # ATTACK_MARGIN x tau_acc of is built again, larger by what that margin lacks (its miss grows
 # about as the part: the fit of u_m stays, the part's share of what it cannot fit grows), aimed
@@ -128,9 +132,6 @@ NONLINEAR = ("burgers", "navier_stokes")
 # after two)
 ATTACK_AIM, ATTACK_TRIES, ATTACK_MAX_SHARE = 1.05, 3, 0.5
 NONLINEAR_MARGIN = 1.1  # the nonlinear part's share is aimed this far over the smallest (the response is not linear)
-VECTOR = ("stokes", "navier_stokes", "linear_elasticity")
-COORDS = (x, y, z)
-WAVES = 2
 ORACLE_FAILED = "oracle failed"  # a reason of its own: the oracle, not the record, failed  # oblique waves in F
 
 
@@ -152,135 +153,11 @@ def part_rule() -> str:
     return digest.hexdigest()[:8]
 
 
-def case_rng(case_id: str, purpose: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{case_id}:{purpose}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
-
-
-def _number(value: float) -> sp.Float:
-    return sp.Float(f"{value:.3g}")
-
-
 def _scale(value: float) -> float:
     """``value`` rounded up to three significant digits, as the record's text has it (up: a
     share at its smallest stays there)."""
     step = 10.0 ** (math.floor(math.log10(value)) - 2)
     return float(sp.Float(f"{math.ceil(value / step - 1e-9) * step:.3g}"))
-
-
-def oblique_waves(rng: np.random.Generator, geometry, tier: str = "") -> sp.Expr:
-    """WAVES cosines of whole periods across the bounding box (so periodic directions stay
-    periodic), each along its own direction, with random phases; no constant or linear part
-    (those a polynomial fit would find). In 3-D one period per axis: the reference grade's
-    10-24 cells per side resolve two only to a few percent of delta (the draws are the same,
-    so 2-D fields do not change). ``tier`` "smooth": one wave of one period per axis; "rough":
-    ROUGH_WAVES waves of ROUGH_PERIODS periods per axis (one or two in 3-D)."""
-    field = sp.Integer(0)
-    for _ in range({"smooth": 1, "rough": ROUGH_WAVES}.get(tier, WAVES)):
-        argument = _number(rng.uniform(0, 2 * math.pi))
-        for axis in range(geometry.dim):
-            length = geometry.bbox[2 * axis + 1] - geometry.bbox[2 * axis]
-            periods = int(rng.integers(1, 3)) * int(rng.choice([-1, 1]))
-            if tier == "rough":
-                periods = int(rng.integers(*ROUGH_PERIODS[geometry.dim == 3])) * (1 if periods > 0 else -1)
-            elif geometry.dim == 3 or tier == "smooth":
-                periods = 1 if periods > 0 else -1
-            argument += 2 * sp.pi * periods * COORDS[axis] / _number(length)
-        field += _number(rng.uniform(0.5, 1.0)) * sp.cos(argument)
-    return field
-
-
-def nonlinear(record: CaseRecord) -> bool:
-    if record.family in NONLINEAR:
-        return True
-    if record.family == "reaction_diffusion":
-        reaction = parse_expression(str(record.case_spec.pde.params.get("reaction", "0")), allow=("u",))
-        return sp.simplify(sp.diff(reaction, U, 2)) != 0
-    return False
-
-
-def driving_field(record: CaseRecord, tier: str = "") -> sp.Expr | list[sp.Expr]:
-    """F: a scalar field, or for flows the curl of one (divergence free: the pressure does
-    not take it up), for elasticity one per component. ``tier``: "smooth" or "rough"
-    (oblique_waves), each drawn apart from the first."""
-    geometry = resolve_geometry(record.case_spec_dict()["domain"])
-    variant = record.evaluation_metadata.variant
-    purpose = f"solve-only, {tier}" if tier else "solve-only"
-    rng = case_rng(record.id if variant is None else f"{record.id}:variant:{variant.seed}", purpose)
-    waves = functools.partial(oblique_waves, tier=tier)
-    if record.family in ("stokes", "navier_stokes"):
-        psi = waves(rng, geometry)
-        curl = [sp.diff(psi, y), -sp.diff(psi, x)]
-        return curl + [sp.Integer(0)] * (geometry.dim - 2)
-    if record.family == "linear_elasticity":
-        # (a divergence-free F for nearly incompressible records did worse: the baseline's
-        # error grew 45-84 x against 11 x with these, on the same records)
-        return [waves(rng, geometry) for _ in range(geometry.dim)]
-    return waves(rng, geometry)
-
-
-def _zero_like(value):
-    return ["0"] * len(value) if isinstance(value, list) else "0"
-
-
-def _components(record: CaseRecord) -> list[str]:
-    dim = 3 if record.case_spec.eval_grid.nz else 2
-    return [f"u_{axis}" for axis in "xyz"[:dim]] if record.family in VECTOR else ["u"]
-
-
-def _as_text(field) -> ExpressionOrVector:
-    return [expression_to_string(c) for c in field] if isinstance(field, list) else expression_to_string(field)
-
-
-def _plus(forcing, extra):
-    """The forcing with ``extra`` added (record texts; vectors component by component)."""
-    if isinstance(forcing, list):
-        return [expression_to_string(parse_expression(f) + e) for f, e in zip(forcing, extra)]
-    return expression_to_string(parse_expression(forcing) + extra)
-
-
-def forcing_without_part(forcing, part_forcing):
-    """The forcing text with a part's term (``SolveOnly.forcing``) taken out again: the record's
-    forcing as generated, before build-solve-only."""
-    if isinstance(forcing, list):
-        return [expression_to_string(parse_expression(f) - parse_expression(e)) for f, e in zip(forcing, part_forcing)]
-    return expression_to_string(parse_expression(forcing) - parse_expression(part_forcing))
-
-
-def homogeneous_spec(record: CaseRecord, field) -> dict:
-    """The problem delta_1 solves: forcing F, every boundary and initial datum zero; vector
-    fields asked for component by component."""
-    spec = copy.deepcopy(record.case_spec_dict())
-    spec["pde"]["forcing"] = {"type": "expression", "value": _as_text(field)}
-    for kind in ("dirichlet", "neumann", "robin", "laplacian"):
-        conditions = spec["bc"].get(kind)
-        for condition in conditions if isinstance(conditions, list) else [conditions] if conditions else []:
-            condition["value"] = _zero_like(condition["value"])
-    for key in ("value", "velocity"):
-        if spec.get("ic") and key in spec["ic"]:
-            spec["ic"][key] = _zero_like(spec["ic"][key])
-    spec["output"] = {"format": "npz", "components": _components(record)}
-    return spec
-
-
-def perturbed_spec(record: CaseRecord, field, scale: float) -> dict:
-    """The record's own problem with s * F added to its forcing, components asked for."""
-    spec = copy.deepcopy(record.case_spec_dict())
-    extra = [_number(scale) * c for c in field] if isinstance(field, list) else _number(scale) * field
-    spec["pde"]["forcing"]["value"] = _plus(spec["pde"]["forcing"]["value"], extra)
-    spec["output"] = {"format": "npz", "components": _components(record)}
-    return spec
-
-
-def exact_components(record: CaseRecord, grid: EvalGrid) -> np.ndarray:
-    """u_m on the grid at t_end, components stacked on the last axis."""
-    from ..expressions import evaluate  # the record's manufactured solution
-
-    solution = (record.evaluation_metadata.manufactured_solution or {})["u"]
-    time_ = record.case_spec.pde.time
-    when = time_.t_end if time_ else 0.0
-    values = [evaluate(c, grid.points(), when) for c in (solution if isinstance(solution, list) else [solution])]
-    return np.stack([v.reshape(grid.shape) for v in values], axis=-1)
 
 
 @dataclass
@@ -302,175 +179,6 @@ class SolveOnlyOutcome:
     @property
     def worst_gain(self) -> float:
         return max((self.lifting_gain or {}).values(), default=math.nan)
-
-
-def _norm(field: np.ndarray, valid: np.ndarray) -> float:
-    return float(np.linalg.norm(field[valid]))
-
-
-def outputs(record: CaseRecord, components: np.ndarray) -> np.ndarray:
-    """The record's output arrays from a field's components (grid shape + (c,)): the scalar,
-    a component, or the magnitude."""
-    columns = []
-    for name in record.case_spec.output.arrays:
-        suffix = name.rpartition("_")[2]
-        if components.shape[-1] == 1:
-            columns.append(components[..., 0])
-        elif suffix in ("x", "y", "z") and not name.endswith(("_magnitude", "_mag")):
-            columns.append(components[..., "xyz".index(suffix)])
-        else:
-            columns.append(np.linalg.norm(components, axis=-1))
-    return np.stack(columns, axis=-1)
-
-
-def output_miss(record: CaseRecord, exact: np.ndarray, delta: np.ndarray, valid: np.ndarray) -> float:
-    """How far u_m's output arrays are from those of u_m + delta: the evaluator's error of a
-    solver that writes u_m."""
-    target = outputs(record, exact + delta)
-    return _norm(outputs(record, exact) - target, valid) / max(_norm(target, valid), 1e-300)
-
-
-def share_bounds(record: CaseRecord) -> tuple[float, float]:
-    """(the smallest share, the largest): MIN_TAUS x the largest tau_acc of the record's
-    libraries, so that u_m alone fails every track by far, and MAX_SHARE."""
-    taus = [t.tau_acc for t in record.evaluation_metadata.thresholds.values()] or [DEFAULT_TAU]
-    return min(MIN_TAUS * max(taus), MAX_SHARE), MAX_SHARE
-
-
-def _asked(record: CaseRecord) -> dict:
-    """The record's own problem, its components asked for."""
-    spec = copy.deepcopy(record.case_spec_dict())
-    spec["output"] = {"format": "npz", "components": _components(record)}
-    return spec
-
-
-def _error(record: CaseRecord, fields: np.ndarray, target: np.ndarray, valid) -> float:
-    """The evaluator's error of ``fields`` against ``target`` (components; on the output arrays)."""
-    wanted = outputs(record, target)
-    return _norm(outputs(record, fields) - wanted, valid) / max(_norm(wanted, valid), 1e-300)
-
-
-@dataclass
-class Pricing:
-    """Where a part is priced: each setting's label, the setting, the bare record's baseline
-    error there (a) and what the baseline makes of delta_1 (r: its relative error)."""
-
-    rows: list[tuple[str, dict, float, float]]
-
-    def gains(self, share: float) -> dict[str, float]:
-        """Each setting's lifting gain at ``share``: the plain solve's error over delta's part
-        of it, the two adding in quadrature (plain errs by a and s r, the lifted one by s r)."""
-        return {label: math.hypot(a, share * r) / max(share * r, 1e-300) for label, _, a, r in self.rows}
-
-    def share_for(self, gain: float) -> float:
-        """The smallest share that keeps every setting's gain within ``gain``."""
-        return max(a / (math.sqrt(gain * gain - 1) * max(r, 1e-300)) for _, _, a, r in self.rows)
-
-
-def pricing(record: CaseRecord, oracle_dir: Path, valid, exact, part_error_at) -> Pricing | None:
-    """The calibration setting (DOLFINx) and its coarsest admitted versions at P1 and P2
-    (``_coarsest_passing``) and in time, each with the bare record's baseline error and the
-    part's (``part_error_at(setting, the bare record's baseline there)``); None for a record
-    without a DOLFINx setting. A setting the oracle cannot run is left out."""
-    from ..thresholds import accuracy_threshold
-
-    setting = _setting(record)
-    if setting is None:
-        return None
-    names, bare, runs = _components(record), _asked(record), {}
-
-    def bare_run(at: dict) -> np.ndarray:
-        key = json.dumps(at, sort_keys=True)
-        if key not in runs:
-            runs[key] = run_baseline(oracle_dir, record.family, bare, names, at)
-        return runs[key]
-
-    def bare_error(at: dict) -> float:
-        return _error(record, bare_run(at), exact, valid)
-
-    def part_error(at: dict) -> float:
-        return part_error_at(at, bare_run(at))
-
-    a_cal = bare_error(setting)
-    config = record.evaluation_config
-    tau = accuracy_threshold(a_cal, config.alpha_acc, config.tau_min, config.tau_max)
-    rows = [("calibration", setting, a_cal, part_error(setting))]
-    searches: list[tuple[str, Callable[[int], dict], int, int]] = [  # (label of n, the setting at n, the
-        # calibration's n, the error's order in 1 / n)
-        (f"P{degree}/{{}}", functools.partial(_at_cells, setting, degree), setting["cells_per_side"], degree + 1)
-        for degree in ((1, 2) if record.family in BOTH_DEGREES else (setting["element_degree"],))
-    ]
-    time_ = record.case_spec.pde.time
-    if setting.get("dt") and time_ is not None:  # the time step too (the oracle's schemes are second order)
-        span = time_.t_end - time_.t0
-        searches.append(("{} steps", lambda n: {**setting, "dt": span / n}, round(span / setting["dt"]), 2))
-    for label, at, start, order in searches:
-        try:
-            count, coarse, a = _coarsest_passing(bare_error, at, max(1, int(start)), order, tau)
-            rows.append((label.format(count), coarse, a, part_error(coarse)))
-        except Exception:  # noqa: BLE001, S112 - a setting the oracle cannot run is not a pricing setting
-            continue
-    return Pricing(rows)
-
-
-def _priced_share(record: CaseRecord, priced: Pricing | None) -> tuple[float, float]:
-    """(the share, the calibration baseline's predicted ratio): the smallest share that keeps
-    lifting's gain within GAIN_AIM at every pricing setting, at most what grows the calibration
-    baseline's error RATIO_AIM_MAX x (RATIO_AIM_WIDE x where that leaves the gain over GAIN_BOUND),
-    at least what clears SOLVE_ONLY_TAUS x the thresholds the grown error brings, within the
-    share's bounds; the smallest without a pricing."""
-    smallest, largest = share_bounds(record)
-    if priced is None:
-        return smallest, math.nan
-    _, _, a_cal, r_cal = priced.rows[0]
-    ratio_aim = RATIO_AIM_WIDE if priced_wide(record, priced) else RATIO_AIM_MAX
-    carried = math.sqrt(ratio_aim**2 - 1) * a_cal / max(r_cal, 1e-300)
-    # the part raises e_base and tau_acc with it: s >= smallest x sqrt(1 + (s r / a)^2)
-    q = smallest * AFTER_MARGIN * r_cal / max(a_cal, 1e-300)
-    need = smallest * AFTER_MARGIN / math.sqrt(1 - q * q) if q < 1 else largest
-    share = min(max(min(priced.share_for(GAIN_AIM), carried), need), largest)
-    return share, math.hypot(1.0, share * r_cal / max(a_cal, 1e-300))
-
-
-def priced_wide(record: CaseRecord, priced: Pricing | None) -> bool:
-    """Whether the part may grow the calibration baseline's error RATIO_AIM_WIDE x: at the
-    share that grows it RATIO_AIM_MAX x, lifting still gains over GAIN_BOUND somewhere. A
-    property of the pricing, so a build again at another scale (the attacker's) keeps it."""
-    if priced is None:
-        return False
-    _, _, a_cal, r_cal = priced.rows[0]
-    carried = math.sqrt(RATIO_AIM_MAX**2 - 1) * a_cal / max(r_cal, 1e-300)
-    return max(priced.gains(min(carried, share_bounds(record)[1])).values()) > GAIN_BOUND
-
-
-def _at_cells(setting: dict, degree: int, cells: int) -> dict:
-    return {**setting, "element_degree": degree, "cells_per_side": cells}
-
-
-def _coarsest_passing(bare_error, at, start: int, order: float, tau: float) -> tuple[int, dict, float]:
-    """The setting ``at(n)`` with the fewest n (cells per side, or time steps) whose bare error
-    is within tau: from ``start``, an order-``order`` step at a time, kept inside the bracket of
-    the finest failing and the coarsest passing n tried (the order is the smooth part's: a
-    curved boundary's straight edges converge slower), COARSEN_STEPS tries at most, n within
-    [MIN_COUNT, FINEST x start]; where none passes, the finest tried."""
-    count, highest = start, FINEST * start
-    tried: dict[int, float] = {}
-    for _ in range(COARSEN_STEPS):
-        tried[count] = bare_error(at(count))
-        failing = [n for n, e in tried.items() if e > tau]
-        passing = [n for n, e in tried.items() if e <= tau]
-        low, high = max(failing, default=MIN_COUNT - 1), min(passing, default=highest + 1)
-        if high - low <= max(1, high // 10):  # the bracket is tight: the coarsest passing is found
-            break
-        guess = int(round(count / (tau / max(tried[count], 1e-300)) ** (1.0 / order)))
-        count = min(max(guess, low + 1), high - 1)
-        if count in tried:  # the step lands on a tried count: halve the bracket instead
-            count = (low + high) // 2 if low >= MIN_COUNT and high <= highest else count
-        if count in tried:
-            break
-    passing = [n for n, e in tried.items() if e <= tau]
-    count = min(passing) if passing else max(tried)
-    return count, at(count), tried[count]
 
 
 def linear_part(
@@ -551,12 +259,6 @@ def nonlinear_part(
     runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in levels]
     dofs = [info.get("num_dofs") for _, info in runs]
     return [field_ - exact for field_, _ in runs], scale, ratio, dofs, priced
-
-
-def _setting(record: CaseRecord) -> dict | None:
-    config = record.evaluation_metadata.calibration_config
-    setting = config.settings.get("dolfinx") if config else None
-    return setting.model_dump(exclude_none=True) if setting is not None else None
 
 
 def build_part(
@@ -807,15 +509,6 @@ def _store(record, case_dir: Path, field, scale: float, delta: np.ndarray, valid
             "measured_baseline_ratio": outcome.measured_ratio,
         },
     )
-
-
-def _field_values(field, record: CaseRecord) -> np.ndarray:
-    """F on the record's grid, components stacked on the last axis."""
-    from ..expressions import evaluate
-
-    grid = EvalGrid.from_spec(record.case_spec_dict()["eval_grid"])
-    columns = field if isinstance(field, list) else [field]
-    return np.stack([evaluate(expression_to_string(c), grid.points(), 0.0).reshape(grid.shape) for c in columns], -1)
 
 
 def write_entry(path: Path, record: CaseRecord, outcome: SolveOnlyOutcome) -> None:

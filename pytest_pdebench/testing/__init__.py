@@ -150,7 +150,7 @@ def record_dict(case_id: str = "poisson_basic", new_id: str | None = None, **gri
     # part's term again
     part = data["evaluation_metadata"].pop("solve_only", None)
     if part:
-        from ..making.solve_only import forcing_without_part
+        from ..making.part_field import forcing_without_part
 
         forcing = data["case_spec"]["pde"]["forcing"]
         forcing["value"] = forcing_without_part(forcing["value"], part["forcing"])
