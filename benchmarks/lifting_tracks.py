@@ -1,20 +1,25 @@
 """Issue 66 on every track: what lifting u_m out of the text gains with each library's oracle.
 
-    .venv/bin/python benchmarks/lifting_tracks.py --library dealii [--per-family 2]
+    .venv/bin/python benchmarks/lifting_tracks.py --library dealii [--per-family 2] [--family F]
         [--parts benchmarks/results/rebuild-issue-66] [--name NAME]
 
-For a sample of priced records (``--per-family`` a family, spread over its ids, from the
-kept parts of a part rebuild), the track's own oracle runs through the plugin in calibration mode (its sandbox, one
-run) at the build's worst P1/P2 pricing setting (``making.lifting.worst_setting``), twice: on the
-record as it is (plain), and on the problem w = u - S solves, S the closed form the lifting rung
-finds in the text (``submissions/lifting/dolfinx/_closed_form.py``): the forcing less L(S), the
-boundary and initial data less S's (``lifted_spec``); the record's reference less S judges it.
-S is exact, so the lifted solve errs by w's error alone. The gain is the plain error over the
-lifted one, both absolute on the output arrays (each verdict's relative error times its
-``reference_norm``: u's and w's over the grid's valid points). The rewrite is exact for the linear families; Burgers and
-Navier-Stokes (L(S + w) is not L(S) + L(w)) are left out here: the DOLFINx rung writes their
-forms in S + w (``benchmarks/lifting_gain.py``). The pairs go to
-benchmarks/results/lifting-tracks-<library>-<name>.json. Asserts nothing.
+For a sample of priced records (``--per-family`` a family, spread over its ids, from the kept
+parts of a part rebuild; 0: every one), the track's own oracle runs through the plugin in
+calibration mode (its sandbox, one run) at the build's worst P1/P2 pricing setting
+(``making.lifting.worst_setting``), twice: on the record as it is (plain), and on the problem
+w = u - S solves, S the closed form the lifting rung finds in the text
+(``submissions/lifting/dolfinx/_closed_form.py``): the forcing less L(S), the boundary and
+initial data less S's (``lifted_spec``); the record's reference less S judges it. S is exact,
+so the lifted solve errs by w's error alone. The gain is the plain error over the lifted one,
+both absolute on the output arrays (each verdict's relative error times its
+``reference_norm``: u's and w's over the grid's valid points).
+
+The rewrite is exact for the linear families; Burgers and Navier-Stokes (L(S + w) is not
+L(S) + L(w)) are left out here: the DOLFINx rung writes their forms in S + w
+(``benchmarks/lifting_gain.py``); so is a nonlinear reaction on deal.II, whose oracle reads the
+reaction as a function of u alone (w's, R(w + S) - R(S), has x, y and t). The pairs go to
+benchmarks/results/lifting-tracks-<library>-<name>.json, which ``pdebench build-solve-only
+--track-gains`` prices parts again with. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_pdebench.cases import CaseRecord  # noqa: E402
-from pytest_pdebench.making.lifting import SETTING, worst_setting  # noqa: E402
+from pytest_pdebench.making.lifting import worst_setting  # noqa: E402
+from pytest_pdebench.making.part_field import nonlinear  # noqa: E402
+from pytest_pdebench.making.pricing import SETTING  # noqa: E402
 from pytest_pdebench.testing import ORACLE, run_track  # noqa: E402
 
 PARTS = REPO / "benchmarks" / "results" / "rebuild-issue-66"
@@ -52,21 +59,30 @@ def closed_form_module():
     return module
 
 
-def sample(parts: Path, library: str, per_family: int) -> list[CaseRecord]:
-    """``per_family`` kept, priced, linear records of each family the library runs, spread
-    evenly over the family's records in id order (a family's ids run through its parameter
-    sets and domains)."""
+def measurable(record: CaseRecord, library: str) -> bool:
+    """Whether the rewrite for w is exact and the library's oracle reads it."""
+    if record.family in NONLINEAR:
+        return False
+    return not (library == "dealii" and nonlinear(record))
+
+
+def sample(parts: Path, library: str, per_family: int, families: list[str] | None = None) -> list[CaseRecord]:
+    """``per_family`` kept, priced, linear records of each family the library runs (0: all),
+    spread evenly over the family's records in id order (a family's ids run through its
+    parameter sets and domains)."""
     eligible = defaultdict(list)
     for path in sorted((parts / "parts").glob("*.json")):
         entry = json.loads(path.read_text())
         if not entry["kept"]:
             continue
         record = CaseRecord.model_validate(entry["record"])
-        if record.family not in NONLINEAR and library in record.supported_libraries and worst_setting(record):
+        if families and record.family not in families:
+            continue
+        if measurable(record, library) and library in record.supported_libraries and worst_setting(record):
             eligible[record.family].append(record)
     chosen = []
     for found in eligible.values():
-        count = min(per_family, len(found))
+        count = min(per_family or len(found), len(found))
         chosen += [found[round(i * (len(found) - 1) / max(count - 1, 1))] for i in range(count)]
     return chosen
 
@@ -109,7 +125,8 @@ def run(library: str, records: list[tuple[CaseRecord, dict, dict]], parts: Path,
         cases = folder / "cases.jsonl"
         cases.write_text("".join(json.dumps(pair[0 if kind == "plain" else 1]) + "\n" for _, *pair in records))
         done, outcomes = run_track(folder, library, cases, ORACLE, "--pde-calibrate", "--pde-runs=1",
-                                   f"--pde-calibrations={folder / 'calibrations'}", timeout=7200)  # fmt: skip
+                                   f"--pde-calibrations={folder / 'calibrations'}",
+                                   timeout=7200 + 120 * len(records))  # fmt: skip
         if not outcomes:
             raise SystemExit(f"{library} {kind}: no verdicts\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
         found[kind] = outcomes
@@ -119,13 +136,14 @@ def run(library: str, records: list[tuple[CaseRecord, dict, dict]], parts: Path,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--library", required=True, choices=("dolfinx", "firedrake", "dealii"))
-    parser.add_argument("--per-family", type=int, default=2)
+    parser.add_argument("--per-family", type=int, default=2, help="records a family (0: every one)")
+    parser.add_argument("--family", action="append", help="only these families (repeatable)")
     parser.add_argument("--parts", type=Path, default=PARTS)
     parser.add_argument("--name", default="sample")
     args = parser.parse_args()
     cf = closed_form_module()
     chosen, skipped = [], []
-    for record in sample(args.parts, args.library, args.per_family):
+    for record in sample(args.parts, args.library, args.per_family, args.family):
         label, estimate = worst_setting(record)  # type: ignore[misc]
         lifted, said = lifted_record(record, cf)
         if lifted is None:

@@ -13,9 +13,9 @@ import pytest
 
 from pytest_pdebench import text_leaks, validation
 from pytest_pdebench.authoring import parts
-from pytest_pdebench.making import part_field, pricing, solve_only
 from pytest_pdebench.cases import CaseRecord
 from pytest_pdebench.grid import EvalGrid, valid_mask
+from pytest_pdebench.making import part_field, pricing, solve_only
 from pytest_pdebench.metrics import relative_l2_error
 from pytest_pdebench.reference import reference_fields
 from pytest_pdebench.testing import ORACLE, ansatz_fit_error, record_dict
@@ -120,6 +120,79 @@ def test_the_lifting_gain_adds_the_two_errors_in_quadrature():
     gains = priced.gains(share)
     assert gains["P1/8"] == pytest.approx(2.0) and gains["calibration"] < 2.0
     assert priced.gains(10 * share)["P1/8"] < 1.1  # a larger part: lifting buys less
+
+
+def test_another_tracks_measurement_is_a_pricing_row_that_gives_its_gain_back():
+    """A row from another track's oracle (plain error p, lifted error l, both over ||u||, at
+    share s): its gain at s is p / l; delta's error scales with the share, so a part twice as
+    large halves it; rows round-trip through the build's record, a label measured again
+    replaces the old row."""
+    row = pricing.track_row("dealii", "P1/34", 3e-3, 1e-3, 0.1)
+    label, at, a, r = row
+    assert label == "dealii P1/34" and at == {"library": "dealii", "element_degree": 1, "cells_per_side": 34}
+    priced = pricing.Pricing([("calibration", {"cells_per_side": 64, "element_degree": 1}, 1e-3, 0.01), row])
+    assert priced.gains(0.1)[label] == pytest.approx(3.0)
+    assert priced.gains(0.2)[label] == pytest.approx(((3e-3**2 - 1e-3**2) + 2e-3**2) ** 0.5 / 2e-3)
+    assert pricing.track_row("dealii", "P2/9", 1e-3, 2e-3, 0.1)[2] == 0.0  # the errors cancel: nothing to gain
+    back = pricing.Pricing.from_build({"pricing": priced.as_build()})
+    assert back is not None and back.gains(0.1) == priced.gains(0.1) and back.rows[0][0] == "calibration"
+    again = back.with_rows([pricing.track_row("dealii", "P1/34", 2e-3, 1e-3, 0.1)])
+    assert [r[0] for r in again.rows] == ["calibration", label] and again.gains(0.1)[label] == pytest.approx(2.0)
+    assert pricing.Pricing.from_build({}) is None
+    with pytest.raises(ValueError, match="not a P1/n or P2/n"):
+        pricing.track_row("dealii", "calibration", 1e-3, 1e-3, 0.1)
+
+
+def test_a_part_another_track_measures_over_the_bound_is_built_again_larger(built, tmp_path, monkeypatch):
+    """``build-solve-only --track-gains``: a measurement under TRACK_GAIN_AGAIN is written
+    down beside the build's estimates; one over it builds the part again, priced with that row
+    too, so the part is larger and the row's gain comes down to the aim; measured again, the new
+    figure is written down and nothing is built. (The smoke record's data are not hidden: the
+    ansatz attacker, which the fixture's build did not run, is left out here too.)"""
+    from pytest_pdebench.making import attack
+
+    monkeypatch.setattr(attack, "builds_attacker", lambda log=None: None)
+    record, folder, outcome = built
+    (tmp_path / "parts").mkdir()
+    solve_only.write_entry(tmp_path / "parts" / "poisson_small.json", record.model_copy(deep=True), outcome)
+    (tmp_path / "references").mkdir()
+    part = record.evaluation_metadata.solve_only
+    (tmp_path / part.path).write_bytes((folder / part.path).read_bytes())
+
+    def measured(library: str, gain: float, name: str):
+        pair = {"case_id": "poisson_small", "setting": "P1/16", "plain_error": gain * 1e-3, "lifted_error_of_w": 1e-2,
+                "norm_u": 1.0, "norm_w": 0.1, "gain": gain}  # fmt: skip
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"library": library, "pairs": [pair], "left_out": []}))
+        return [path]
+
+    def entry():
+        return json.loads((tmp_path / "parts" / "poisson_small.json").read_text())
+
+    def now():
+        return CaseRecord.model_validate(entry()["record"]).evaluation_metadata.solve_only
+
+    quiet = lambda _: None  # noqa: E731
+    assert parts.reprice_with_tracks(tmp_path, ORACLE / "dolfinx", measured("firedrake", 1.5, "a"), log=quiet) == (1, 0)
+    assert now().share == part.share and now().build["lifting_gain"]["firedrake P1/16"] == pytest.approx(1.5)
+    assert validation.lifting_gain(CaseRecord.model_validate(entry()["record"])) == max(
+        part.build["lifting_gain"].values()
+    )
+
+    over = measured("dealii", 2.2, "b")
+    assert parts.reprice_with_tracks(tmp_path, ORACLE / "dolfinx", over, log=quiet) == (1, 1)
+    assert entry()["kept"], entry()["reason"]
+    rebuilt = now()
+    assert rebuilt.share > 1.4 * part.share  # sqrt(2.2^2 - 1) / sqrt(1.6^2 - 1) = 1.57 x, within the caps
+    assert rebuilt.build["pricing"]["dealii P1/16"]["library"] == "dealii"
+    # the row's gain down to the aim, or as far as the calibration baseline's ratio cap lets it
+    gain, ratio = rebuilt.build["lifting_gain"]["dealii P1/16"], rebuilt.build["predicted_baseline_ratio"]
+    assert gain <= pricing.GAIN_AIM + 0.01 or (gain <= pricing.GAIN_BOUND and ratio == pytest.approx(pricing.RATIO_AIM_MAX)), (gain, ratio)
+    assert rebuilt.build["lifting_gain"]["firedrake P1/16"] < 1.5  # the rows written down before price it too
+    assert validation.check_solve_only(CaseRecord.model_validate(entry()["record"]), tmp_path) is None
+
+    assert parts.reprice_with_tracks(tmp_path, ORACLE / "dolfinx", measured("dealii", 2.5, "c"), log=quiet) == (1, 0)
+    assert now().share == rebuilt.share and now().build["lifting_gain"]["dealii P1/16"] == pytest.approx(2.5)
 
 
 def test_the_ratio_cap_widens_only_where_it_leaves_lifting_over_the_bound():
@@ -306,7 +379,9 @@ def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
 
     from pytest_pdebench.cases import write_case_file
 
-    records = [CaseRecord.model_validate(record_dict(new_id=name)) for name in ("kept", "refused", "crashed", "unbuilt")]
+    records = [
+        CaseRecord.model_validate(record_dict(new_id=name)) for name in ("kept", "refused", "crashed", "unbuilt")
+    ]
     cases = tmp_path / "cases.jsonl"
     write_case_file(cases, records)
     (tmp_path / "parts").mkdir()
@@ -392,8 +467,13 @@ def test_a_live_variants_part_names_the_rule_it_was_built_under(monkeypatch):
 SMOOTH = [(solve_only.LEVELS, "smooth")]
 
 
-@pytest.mark.parametrize("nz, tried", [(None, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS)] + SMOOTH),
-                                       (5, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS_3D)] + SMOOTH)])
+@pytest.mark.parametrize(
+    "nz, tried",
+    [
+        (None, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS)] + SMOOTH),
+        (5, [(at, "") for at in (solve_only.LEVELS, *solve_only.FINER_LEVELS_3D)] + SMOOTH),
+    ],
+)
 def test_a_steady_part_whose_reference_estimate_is_too_large_is_tried_finer(monkeypatch, nz, tried):
     """Where the levels leave the stored part's own error estimate over REFERENCE_SHARE x
     tau_acc, a steady record is built again finer: whole levels in 2-D, half a level in 3-D (a
@@ -425,8 +505,11 @@ def test_a_part_lifting_gains_over_the_ceiling_on_is_not_kept(monkeypatch):
         return solve_only.SolveOnlyOutcome(record.id, True, "kept", lifting_gain={"calibration": 1.2, "P1/9": 3.5})
 
     monkeypatch.setattr(solve_only, "_build_at", build_at)
-    monkeypatch.setattr(solve_only, "_other_tier", lambda record, original, case_dir, oracle_dir, outcome, how, tier:
-                        (outcome, (how[0], tier)))
+    monkeypatch.setattr(
+        solve_only,
+        "_other_tier",
+        lambda record, original, case_dir, oracle_dir, outcome, how, tier: (outcome, (how[0], tier)),
+    )
     outcome = solve_only.build_part(record, solve_only.Path("."), ORACLE / "dolfinx")
     assert not outcome.kept and outcome.reason.startswith(solve_only.LIFTS_TOO_MUCH), outcome.reason
     assert "3.50 x at P1/9" in outcome.reason and record.model_dump_json() == before

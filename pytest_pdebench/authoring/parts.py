@@ -71,10 +71,12 @@ def build_parts(
     return kept, len(todo)
 
 
-def without_part(record: CaseRecord) -> CaseRecord:
+def without_part(record: CaseRecord, calibrated: bool = True) -> CaseRecord:
     """The record as generated: its part's forcing term taken off, no part, and its thresholds
     as the baseline had them then (each e_base divided by the baseline ratio the build
-    measured, tau_acc from it: a part built again is priced against the bare record's)."""
+    measured, tau_acc from it: a part built again is priced against the bare record's).
+    ``calibrated=False``: a part file's record, whose thresholds are still the bare record's
+    (a build does not calibrate), keeps them."""
     from ..thresholds import accuracy_threshold
 
     part = record.evaluation_metadata.solve_only
@@ -84,6 +86,7 @@ def without_part(record: CaseRecord) -> CaseRecord:
     data["pde"]["forcing"]["value"] = forcing_without_part(data["pde"]["forcing"]["value"], part.forcing)
     meta = record.evaluation_metadata.model_copy(update={"solve_only": None}, deep=True)
     ratio = part.build.get("measured_baseline_ratio") or part.build.get("predicted_baseline_ratio") or 1.0
+    ratio = ratio if calibrated else 1.0
     config = record.evaluation_config
     for thresholds in meta.thresholds.values():
         thresholds.e_base /= ratio
@@ -150,3 +153,76 @@ def discard_without_part(cases: Path, out: Path, discarded: Path | None = None, 
                 handle.write(f"{json.dumps(record.id)} = {json.dumps('no solve-only part: ' + entry['reason'])}\n")
     log(f"{path}: {len(added)} records discarded (no solve-only part)")
     return added
+
+
+# ---- parts priced again with what other tracks' oracles measure (benchmarks/lifting_tracks.py) ----
+
+
+def measured_pairs(files: list[Path]) -> dict[str, list[dict]]:
+    """Case id -> the pairs ``benchmarks/lifting_tracks.py`` wrote for it (the track's oracle
+    plain and on w alone at one setting), from every file; a file that is no such output
+    stops here, naming it."""
+    pairs: dict[str, list[dict]] = {}
+    for path in files:
+        try:
+            found = json.loads(Path(path).read_text())
+            library = found["library"]
+            for pair in found["pairs"]:
+                pairs.setdefault(pair["case_id"], []).append({**pair, "library": library})
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{path}: not a lifting_tracks.py result ({type(exc).__name__}: {exc})") from exc
+    return pairs
+
+
+def reprice_with_tracks(out: Path, oracle_dir: Path, files: list[Path], shard=(0, 1), log=print) -> tuple[int, int]:
+    """``pdebench build-solve-only CASES --out OUT --track-gains FILE``: each kept part of OUT
+    that another track's oracle measured (FILE: ``benchmarks/lifting_tracks.py``'s pairs) gets
+    that measurement as a pricing row (``pricing.track_row``) and its gain beside the build's
+    own estimates (which ``--pde-validate`` reads). A part measured over TRACK_GAIN_AGAIN is
+    built again with the row, as it was built (``solve_only.PricedAgain``), once: a part whose
+    build has the row already (its measurement again, after the rebuild) only has the new
+    figure written down. Returns (kept, built again)."""
+    from ..making.attack import builds_attacker
+    from ..making.pricing import TRACK_GAIN_AGAIN, Pricing, track_row
+    from ..making.solve_only import PricedAgain, SolveOnlyOutcome
+
+    measured = measured_pairs(files)
+    todo = sorted(measured)[shard[0] :: shard[1]]
+    attacker, kept, rebuilt = None, 0, 0
+    for index, case_id in enumerate(todo, start=1):
+        path = Path(out) / "parts" / f"{case_id}.json"
+        entry = json.loads(path.read_text()) if path.is_file() else {}
+        record = CaseRecord.model_validate(entry["record"]) if entry.get("kept") else None
+        part = record.evaluation_metadata.solve_only if record is not None else None
+        priced = Pricing.from_build(part.build) if part is not None else None
+        if record is None or part is None or priced is None:
+            log(f"[{index}/{len(todo)}] {case_id}: no kept, priced part in {path.parent}: left as it is")
+            continue
+        rows = [track_row(p["library"], p["setting"], p["plain_error"],
+                          p["lifted_error_of_w"] * p["norm_w"] / p["norm_u"], part.share)
+                for p in measured[case_id]]  # fmt: skip
+        gains = Pricing(rows).gains(part.share)  # each the measured plain / lifted
+        said = ", ".join(f"{label} {gain:.2f}" for label, gain in gains.items())
+        if max(gains.values()) <= TRACK_GAIN_AGAIN or any(
+            label in (part.build.get("pricing") or {}) for label in gains
+        ):
+            part.build["lifting_gain"] = {
+                **part.build.get("lifting_gain", {}),
+                **{k: round(g, 3) for k, g in gains.items()},
+            }
+            part.build["pricing"] = priced.with_rows(rows).as_build()
+            outcome = SolveOnlyOutcome(case_id, True, "measured, kept as it is", part.share)
+        else:
+            attacker = attacker or builds_attacker(log)
+            record = without_part(record, calibrated=False)
+            # every track's rows price it: those written down before (delta_1's error does not
+            # depend on the scale) and the new ones
+            tracks = Pricing([row for row in priced.rows if "library" in row[1]]).with_rows(rows).rows
+            outcome = build_part(record, Path(out), oracle_dir, attacker, PricedAgain.of(part.build, tracks))
+            rebuilt += 1
+        kept += outcome.kept
+        outcome.seconds = outcome.seconds or float(entry.get("seconds", 0.0))
+        write_entry(path, record, outcome)
+        now = f", worst estimate now {outcome.worst_gain:.2f}" if outcome.lifting_gain else ""
+        log(f"[{index}/{len(todo)}] {case_id}: measured {said}; {outcome.reason}{now}")
+    return kept, rebuilt

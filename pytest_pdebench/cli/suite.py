@@ -158,10 +158,15 @@ def _build_references_command(commands) -> None:
 
 
 def _build_solve_only(args) -> int:
-    from ..authoring.parts import assemble, build_parts, discard_without_part
+    from ..authoring.parts import assemble, build_parts, discard_without_part, reprice_with_tracks
 
     out = Path(args.out)
-    if not args.assemble:
+    if args.track_gains and not args.assemble:
+        index, count = (int(n) for n in args.shard.split("/"))
+        kept, rebuilt = reprice_with_tracks(out, Path(args.oracle), [Path(f) for f in args.track_gains],
+                                            (index - 1, count), log=say)  # fmt: skip
+        print(f"kept {kept}; built again {rebuilt}")
+    elif not args.assemble:
         index, count = (int(n) for n in args.shard.split("/"))
         kept, tried = build_parts(
             Path(args.cases),
@@ -233,6 +238,13 @@ def _build_solve_only_command(commands) -> None:
         "--reprice",
         action="store_true",
         help="build again the parts not priced by what lifting u_m out of the text gains, or priced over 2 x",
+    )
+    solve_only.add_argument(
+        "--track-gains",
+        action="append",
+        metavar="FILE",
+        help="write down another track's measured lifting gains (benchmarks/lifting_tracks.py's JSON) in OUT's "
+        "parts, building again those over 1.8 x with the measurement as a pricing row (repeatable)",
     )
     solve_only.add_argument(
         "--discard",

@@ -12,7 +12,6 @@ mesh takes the setting's cells per side along the largest extent, in 2-D and 3-D
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,10 +19,10 @@ from pathlib import Path
 from ..bundled import bundled
 from ..cases import CaseRecord, agent_view
 from .attack import judge_folder, loosest_tau_acc, spawned_solve
+from .pricing import SETTING
 
 RUNG = "submissions/lifting/dolfinx"
 TIMEOUT_SEC = 600.0  # a 3-D or nonlinear textbook solve at a fine setting takes minutes here
-SETTING = re.compile(r"^P([12])/(\d+)$")  # the pricing's names: degree / cells per side
 
 
 @dataclass

@@ -190,11 +190,13 @@ def linear_part(
     levels=LEVELS,
     scale: float | None = None,
     known: Pricing | None = None,
+    extra=(),
 ) -> tuple[list[np.ndarray], float, float, list, Pricing | None]:
     """delta at the three levels, the predicted ratio of the calibration baseline's error, and
     the pricing: delta_1 (F drives it) scaled so that lifting gains at most GAIN_AIM at every
     pricing setting, within the share's bounds and RATIO_AIM_MAX (or by ``scale`` when given).
-    ``known``: the pricing of the same F and levels (delta_1's errors do not depend on the scale)."""
+    ``known``: the pricing of the same F and levels (delta_1's errors do not depend on the scale);
+    ``extra``: rows measured on other tracks (``pricing.track_row``)."""
     names = _components(record)
     spec = homogeneous_spec(record, field)
     runs = [run_oracle(oracle_dir, record.family, spec, names, level) for level in levels]
@@ -206,7 +208,9 @@ def linear_part(
         baseline = run_baseline(oracle_dir, record.family, spec, names, at)
         return _norm(baseline - fine, valid) / max(_norm(fine, valid), 1e-300)
 
-    priced = known if known is not None else pricing(record, oracle_dir, valid, exact, part_error)
+    priced = (
+        known.with_rows(extra) if known is not None else pricing(record, oracle_dir, valid, exact, part_error, extra)
+    )
     if scale is not None:
         return [scale * part for part in parts], scale, math.nan, dofs, priced
     smallest = share_bounds(record)[0]
@@ -228,6 +232,7 @@ def nonlinear_part(
     levels=LEVELS,
     scale: float | None = None,
     known: Pricing | None = None,
+    extra=(),
 ) -> tuple[list[np.ndarray], float, float, list, Pricing | None]:
     """delta at the three levels for a nonlinear family: the whole perturbed problem less u_m.
     No superposition: the part a guess of the scale drives comes from two solves at level 1,
@@ -248,7 +253,7 @@ def nonlinear_part(
         baseline = run_baseline(oracle_dir, record.family, perturbed, names, at) - bare
         return _norm(baseline - driven, valid) / max(_norm(driven, valid), 1e-300)
 
-    priced = pricing(record, oracle_dir, valid, exact, part_error)
+    priced = pricing(record, oracle_dir, valid, exact, part_error, extra)
     ratio = math.nan
     if scale is None:
         share, ratio = _priced_share(record, priced)
@@ -261,17 +266,72 @@ def nonlinear_part(
     return [field_ - exact for field_, _ in runs], scale, ratio, dofs, priced
 
 
+@dataclass
+class PricedAgain:
+    """A kept part to be built again with pricing rows measured on other tracks
+    (``pricing.track_row``): at the levels and from the tier's F it was built with, whose
+    delta_1 those rows measured (no other tier is tried: the rows say nothing of its F)."""
+
+    levels: tuple[float, ...]
+    tier: str  # "" for the first tier's F (a build says "waves")
+    rows: list
+
+    @classmethod
+    def of(cls, build: dict, rows: list) -> PricedAgain:
+        tier = build.get("tier", "waves")
+        return cls(tuple(build.get("levels", LEVELS)), "" if tier == "waves" else tier, rows)
+
+
 def build_part(
-    record: CaseRecord, case_dir: Path, oracle_dir: Path, attacker: ModuleType | None = None
+    record: CaseRecord,
+    case_dir: Path,
+    oracle_dir: Path,
+    attacker: ModuleType | None = None,
+    again: PricedAgain | None = None,
 ) -> SolveOnlyOutcome:
     """Build, check and store one record's solve-only part; updates the record in place
     (its forcing, ``evaluation_metadata.solve_only``) only if the part is kept. A steady
     record whose part's error estimate is too large at LEVELS is tried at each of FINER_LEVELS
     (FINER_LEVELS_3D in 3-D), then (any record) with the smooth tier's F.
     With ``attacker`` (attack.load_attacker), a kept part must also keep the attacker
-    ATTACK_MARGIN x tau_acc away (``_out_of_reach``)."""
+    ATTACK_MARGIN x tau_acc away (``_out_of_reach``). ``again``: the record (bare) is built
+    once more as its kept part was, priced with other tracks' rows too."""
     started = time.perf_counter()
     original = record.model_copy(deep=True)
+    if again is not None:
+        how = (again.levels, again.tier)
+        outcome = _build_at(record, case_dir, oracle_dir, *how, extra=again.rows)
+    else:
+        outcome, how = _first_build(record, original, case_dir, oracle_dir)
+    if outcome.kept and attacker is not None:
+        outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
+        if (
+            not outcome.kept
+            and again is None
+            and how[1] != "smooth"
+            and any(r in outcome.reason for r in BASELINE_CANNOT_CARRY)
+        ):
+            # the part the attacker's margin needs is more than the baseline carries: a smoother
+            # one (seen: ns_re10_circle_019, the baseline's error 1.56 x with the larger part)
+            how = (LEVELS, "smooth")
+            outcome = _build_at(record, case_dir, oracle_dir, *how)
+            if outcome.kept:
+                outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
+    if outcome.kept and outcome.worst_gain > GAIN_CEILING:  # every tier tried: build-suite deals another record
+        worst = max(outcome.lifting_gain or {}, key=lambda label: (outcome.lifting_gain or {})[label])
+        record.case_spec, record.evaluation_metadata = original.case_spec, original.evaluation_metadata
+        outcome.kept = False
+        outcome.reason = (
+            f"{LIFTS_TOO_MUCH} {outcome.worst_gain:.2f} x at {worst}, over {GAIN_CEILING:g} x at every tier"
+        )
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _first_build(record: CaseRecord, original: CaseRecord, case_dir: Path, oracle_dir: Path):
+    """The build of a record that has no part: the first tier's F at LEVELS, finer levels and
+    the other tiers where those leave the part unkept or its gain over GAIN_BOUND. Returns the
+    outcome and how it was built (levels, tier)."""
     how: tuple[tuple[float, ...], str] = (LEVELS, "")
     outcome = _build_at(record, case_dir, oracle_dir, *how)
     steady, in_3d = record.case_spec.pde.time is None, bool(record.case_spec.eval_grid.nz)
@@ -291,24 +351,7 @@ def build_part(
             outcome, how = _other_tier(record, original, case_dir, oracle_dir, outcome, how, tier)
             if outcome.worst_gain <= GAIN_BOUND:
                 break
-    if outcome.kept and attacker is not None:
-        outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
-        if not outcome.kept and how[1] != "smooth" and any(r in outcome.reason for r in BASELINE_CANNOT_CARRY):
-            # the part the attacker's margin needs is more than the baseline carries: a smoother
-            # one (seen: ns_re10_circle_019, the baseline's error 1.56 x with the larger part)
-            how = (LEVELS, "smooth")
-            outcome = _build_at(record, case_dir, oracle_dir, *how)
-            if outcome.kept:
-                outcome = _out_of_reach(record, original, case_dir, oracle_dir, attacker, outcome, how)
-    if outcome.kept and outcome.worst_gain > GAIN_CEILING:  # every tier tried: build-suite deals another record
-        worst = max(outcome.lifting_gain or {}, key=lambda label: (outcome.lifting_gain or {})[label])
-        record.case_spec, record.evaluation_metadata = original.case_spec, original.evaluation_metadata
-        outcome.kept = False
-        outcome.reason = (
-            f"{LIFTS_TOO_MUCH} {outcome.worst_gain:.2f} x at {worst}, over {GAIN_CEILING:g} x at every tier"
-        )
-    outcome.seconds = time.perf_counter() - started
-    return outcome
+    return outcome, how
 
 
 def _other_tier(record, original, case_dir: Path, oracle_dir: Path, outcome, how, tier: str):
@@ -374,9 +417,11 @@ def _build_at(
     tier: str = "",
     scale: float | None = None,
     known: Pricing | None = None,
+    extra=(),
 ) -> SolveOnlyOutcome:
     """One build at ``levels`` with ``tier``'s F; ``scale``: s given (the attacker's rule), not
-    priced; ``known``: the pricing of an earlier build of the same F and levels."""
+    priced; ``known``: the pricing of an earlier build of the same F and levels; ``extra``:
+    pricing rows measured on other tracks."""
     started = time.perf_counter()
     spec = record.case_spec_dict()
     grid = EvalGrid.from_spec(spec["eval_grid"])
@@ -385,7 +430,7 @@ def _build_at(
     field = driving_field(record, tier)
     try:
         build = nonlinear_part if nonlinear(record) else linear_part
-        deltas, scale, ratio, dofs, priced = build(record, oracle_dir, field, valid, exact, levels, scale, known)
+        deltas, scale, ratio, dofs, priced = build(record, oracle_dir, field, valid, exact, levels, scale, known, extra)
     except Exception as exc:  # noqa: BLE001 - the oracle cannot do it: the record stays as it is, with the reason
         return SolveOnlyOutcome(record.id, False, f"{ORACLE_FAILED}: {type(exc).__name__}: {str(exc)[:200]}")
     coarse, base, fine = deltas
@@ -425,11 +470,7 @@ def _build_at(
         checks = {"levels": list(levels), "g01": g01, "g12": g12, "stored_error": estimate, "tier": tier or "waves"}
         if priced is not None:  # the pricing's settings and the gain it predicts at each
             checks["lifting_gain"] = {label: round(g, 3) for label, g in (outcome.lifting_gain or {}).items()}
-            checks["pricing"] = {
-                label: {"cells_per_side": at["cells_per_side"], "element_degree": at["element_degree"],
-                        "bare_error": a, "part_error": r}
-                for label, at, a, r in priced.rows
-            }  # fmt: skip
+            checks["pricing"] = priced.as_build()
         _store(record, case_dir, field, scale, fine, valid, outcome, checks)
         outcome.kept, outcome.reason = True, "kept"
     return outcome
