@@ -275,11 +275,12 @@ class PricedAgain:
     levels: tuple[float, ...]
     tier: str  # "" for the first tier's F (a build says "waves")
     rows: list
+    known: Pricing | None = None  # the build's own rows: a linear part's do not depend on its scale
 
     @classmethod
     def of(cls, build: dict, rows: list) -> PricedAgain:
         tier = build.get("tier", "waves")
-        return cls(tuple(build.get("levels", LEVELS)), "" if tier == "waves" else tier, rows)
+        return cls(tuple(build.get("levels", LEVELS)), "" if tier == "waves" else tier, rows, Pricing.from_build(build))
 
 
 def build_part(
@@ -300,7 +301,7 @@ def build_part(
     original = record.model_copy(deep=True)
     if again is not None:
         how = (again.levels, again.tier)
-        outcome = _build_at(record, case_dir, oracle_dir, *how, extra=again.rows)
+        outcome = _build_at(record, case_dir, oracle_dir, *how, known=again.known, extra=again.rows)
     else:
         outcome, how = _first_build(record, original, case_dir, oracle_dir)
     if outcome.kept and attacker is not None:
