@@ -6,8 +6,11 @@ Reads OUT/parts/*.json (``pdebench build-solve-only --out OUT`` writes one per r
 prints, per family: the records built, kept and not kept, the builds' worst lifting-gain
 estimate (the largest over a part's pricing settings: median, largest, how many over the
 issue's 2 x and 3 x, and whether over 2 x stays within 5% of the family), the baseline ratio
-the build measured (median, largest) and the part's share (median); then each record not kept
-with its reason and each kept one over 2 x with its worst setting. Asserts nothing.
+the build measured (median, largest) and the part's share (median), and what other tracks'
+oracles measured (``pdebench build-solve-only --track-gains``: the rows that name a library, ``dealii P1/n``,
+counted in the worst gain as ``--pde-validate`` counts them, and apart: records measured, median,
+over 2 x); then each record not kept with its reason and each kept one over 2 x with its worst
+setting. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def entries(out: Path, family_of: dict[str, str]) -> list[dict]:
         record = entry.get("record") or {"id": path.stem, "evaluation_metadata": {}}
         part = record["evaluation_metadata"].get("solve_only") or {}
         build = part.get("build") or {}
-        gains = build.get("lifting_gain") or {}
+        gains, rows = build.get("lifting_gain") or {}, build.get("pricing") or {}
         worst = max(gains, key=gains.get) if gains else None
         found.append({
             "id": record["id"],
@@ -53,12 +56,19 @@ def entries(out: Path, family_of: dict[str, str]) -> list[dict]:
             "at": worst,
             "ratio": build.get("measured_baseline_ratio"),
             "share": part.get("share"),
+            "tracks": [gain for label, gain in gains.items() if "library" in rows.get(label, {})],
         })  # fmt: skip
     return found
 
 
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def _measured(gains: list[float]) -> str:
+    if not gains:
+        return "-"
+    return f"{len(gains)}, {statistics.median(gains):.2f}, {sum(gain > BOUND for gain in gains)}"
 
 
 def main(out: Path) -> None:
@@ -78,9 +88,11 @@ def main(out: Path) -> None:
             sum(gain > CEILING for gain in gains), "yes" if over <= OVER_BOUND * len(kept) else "no",
             f"{_median(ratios)} ({max(ratios):.2f})" if ratios else "-",
             f"{statistics.median(row['share'] for row in kept):.3f}" if kept else "-",
+            _measured([gain for row in kept for gain in row["tracks"]]),
         ])  # fmt: skip
     headers = ["family", "built", "kept", "not kept", "worst gain, median", "largest", "over 2 x", "over 3 x",
-               "within 5%", "baseline ratio, median (max)", "share, median"]  # fmt: skip
+               "within 5%", "baseline ratio, median (max)", "share, median",
+               "other tracks measured: n, median, over 2 x"]  # fmt: skip
     print(f"{out}: {len(rows)} records, {sum(r['seconds'] for r in rows) / 3600:.1f} h of builds")
     print(tabulate(table, headers, tablefmt="github"))
     print("\nnot kept:")
