@@ -163,7 +163,9 @@ def main() -> int:
         u_norm, w_norm = a["reference_norm"], b["reference_norm"]  # the relative errors' denominators
         gain = (a["error"] * u_norm) / max(b["error"] * w_norm, 1e-300)
         label, estimate = worst_setting(record)  # type: ignore[misc]
-        pairs.append({"case_id": record.id, "family": record.family, "setting": label, "estimate": estimate,
+        part = record.evaluation_metadata.solve_only  # which build of the part was measured
+        pairs.append({"case_id": record.id, "family": record.family, "digest": part.digest if part else None,
+                      "setting": label, "estimate": estimate,
                       "plain_error": a["error"], "lifted_error_of_w": b["error"], "norm_u": u_norm,
                       "norm_w": w_norm, "gain": gain})  # fmt: skip
         rows.append([record.family, record.id, label, f"{estimate:.2f}", f"{a['error']:.3g}",

@@ -198,14 +198,20 @@ def reprice_with_tracks(out: Path, oracle_dir: Path, files: list[Path], shard=(0
         if record is None or part is None or priced is None:
             log(f"[{index}/{len(todo)}] {case_id}: no kept, priced part in {path.parent}: left as it is")
             continue
+        # a pair measured another build of the part (its digest; or, without one, a part that has
+        # the row already: built again since) says nothing of this one
+        labels = part.build.get("pricing") or {}
+        pairs = [p for p in measured[case_id] if p.get("digest", part.digest) == part.digest
+                 and ("digest" in p or f"{p['library']} {p['setting']}" not in labels)]  # fmt: skip
+        if not pairs:
+            log(f"[{index}/{len(todo)}] {case_id}: measured before its part was built again: measure it again")
+            continue
         rows = [track_row(p["library"], p["setting"], p["plain_error"],
                           p["lifted_error_of_w"] * p["norm_w"] / p["norm_u"], part.share)
-                for p in measured[case_id]]  # fmt: skip
+                for p in pairs]  # fmt: skip
         gains = Pricing(rows).gains(part.share)  # each the measured plain / lifted
         said = ", ".join(f"{label} {gain:.2f}" for label, gain in gains.items())
-        if max(gains.values()) <= TRACK_GAIN_AGAIN or any(
-            label in (part.build.get("pricing") or {}) for label in gains
-        ):
+        if max(gains.values()) <= TRACK_GAIN_AGAIN or any(label in labels for label in gains):
             part.build["lifting_gain"] = {
                 **part.build.get("lifting_gain", {}),
                 **{k: round(g, 3) for k, g in gains.items()},
