@@ -1,7 +1,7 @@
 """Issue 66 on every track: what lifting u_m out of the text gains with each library's oracle.
 
     .venv/bin/python benchmarks/lifting_tracks.py --library dealii [--per-family 2] [--family F]
-        [--parts benchmarks/results/rebuild-issue-66] [--name NAME]
+        [--id CASE ...] [--parts benchmarks/results/rebuild-issue-66] [--name NAME]
 
 For a sample of priced records (``--per-family`` a family, spread over its ids, from the kept
 parts of a part rebuild; 0: every one), the track's own oracle runs through the plugin in
@@ -66,17 +66,19 @@ def measurable(record: CaseRecord, library: str) -> bool:
     return not (library == "dealii" and nonlinear(record))
 
 
-def sample(parts: Path, library: str, per_family: int, families: list[str] | None = None) -> list[CaseRecord]:
+def sample(
+    parts: Path, library: str, per_family: int, families: list[str] | None = None, ids: list[str] | None = None
+) -> list[CaseRecord]:
     """``per_family`` kept, priced, linear records of each family the library runs (0: all),
     spread evenly over the family's records in id order (a family's ids run through its
-    parameter sets and domains)."""
+    parameter sets and domains); only ``families`` and ``ids`` where given."""
     eligible = defaultdict(list)
     for path in sorted((parts / "parts").glob("*.json")):
         entry = json.loads(path.read_text())
         if not entry["kept"]:
             continue
         record = CaseRecord.model_validate(entry["record"])
-        if families and record.family not in families:
+        if (families and record.family not in families) or (ids and record.id not in ids):
             continue
         if measurable(record, library) and library in record.supported_libraries and worst_setting(record):
             eligible[record.family].append(record)
@@ -138,12 +140,13 @@ def main() -> int:
     parser.add_argument("--library", required=True, choices=("dolfinx", "firedrake", "dealii"))
     parser.add_argument("--per-family", type=int, default=2, help="records a family (0: every one)")
     parser.add_argument("--family", action="append", help="only these families (repeatable)")
+    parser.add_argument("--id", action="append", help="only these records (repeatable): parts built again, say")
     parser.add_argument("--parts", type=Path, default=PARTS)
     parser.add_argument("--name", default="sample")
     args = parser.parse_args()
     cf = closed_form_module()
     chosen, skipped = [], []
-    for record in sample(args.parts, args.library, args.per_family, args.family):
+    for record in sample(args.parts, args.library, args.per_family, args.family, args.id):
         label, estimate = worst_setting(record)  # type: ignore[misc]
         lifted, said = lifted_record(record, cf)
         if lifted is None:
