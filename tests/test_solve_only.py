@@ -394,13 +394,50 @@ def test_records_that_keep_no_part_are_discarded_once_with_why(tmp_path):
     (tmp_path / "parts").mkdir()
     for name, kept, reason in (("kept", True, "kept"), ("refused", False, 'the "estimate" is over'),
                                ("crashed", False, f"{solve_only.ORACLE_FAILED}: MemoryError")):  # fmt: skip
-        (tmp_path / "parts" / f"{name}.json").write_text(json.dumps({"kept": kept, "reason": reason}))
+        entry = {"kept": kept, "reason": reason, **({"record": record_dict(new_id=name)} if kept else {})}
+        (tmp_path / "parts" / f"{name}.json").write_text(json.dumps(entry))
     discarded = tmp_path / "discarded.toml"
     discarded.write_text('[discarded]\n"old" = "why"\n')
     for _ in range(2):
         parts.discard_without_part(cases, tmp_path, discarded, log=lambda _: None)
     table = tomllib.loads(discarded.read_text())["discarded"]
     assert table == {"old": "why", "refused": 'no solve-only part: the "estimate" is over'}
+
+
+def test_a_family_keeps_at_most_its_allowance_of_records_over_the_bound():
+    """At most 5% of a family's records may let lifting gain over 2 x: beyond that, the
+    largest gains go back to the generator (``--discard``), whatever the track that measured
+    them; a family within its allowance loses none."""
+    gains = {f"poisson_{i:03d}": ("poisson", 1.5) for i in range(40)}
+    gains |= {"poisson_over_a": ("poisson", 2.9), "poisson_over_b": ("poisson", 2.1), "poisson_over_c": ("poisson", 2.4)}
+    gains |= {f"heat_{i:03d}": ("heat", 1.6) for i in range(20)} | {"heat_over": ("heat", 2.5)}
+    gains |= {"wave_unpriced": ("wave", None)}
+    # poisson: 43 records, 2 allowed over 2 x: the largest of its 3 goes; heat: 21 records, 1 allowed
+    assert validation.beyond_allowance(gains) == {"poisson_over_a": 2.9}
+
+
+def test_discarding_takes_what_a_family_has_over_the_bound_beyond_its_allowance(tmp_path):
+    import tomllib
+
+    from pytest_pdebench.cases import write_case_file
+
+    names = [f"poisson_{i:02d}" for i in range(12)]
+    write_case_file(tmp_path / "cases.jsonl", [CaseRecord.model_validate(record_dict(new_id=n)) for n in names])
+    (tmp_path / "parts").mkdir()
+    for index, name in enumerate(names):
+        data = record_dict(new_id=name)
+        data["evaluation_metadata"]["solve_only"] = {
+            "forcing": "0.1*cos(2*pi*x)", "path": f"references/{name}.solve_only.npz", "digest": "0" * 16,
+            "share": 0.1, "miss": 0.1, "reference_error": 0.0,
+            "build": {"lifting_gain": {"P1/8": 1.5, "dealii P1/8": 2.0 + index / 10}},
+        }  # fmt: skip
+        (tmp_path / "parts" / f"{name}.json").write_text(json.dumps({"kept": True, "reason": "kept", "record": data}))
+    discarded = tmp_path / "discarded.toml"
+    discarded.write_text("[discarded]\n")
+    parts.discard_without_part(tmp_path / "cases.jsonl", tmp_path, discarded, log=lambda _: None)
+    table = tomllib.loads(discarded.read_text())["discarded"]
+    assert sorted(table) == names[1:]  # 11 over 2 x, none allowed in 12 (5% of 12 is 0)
+    assert table["poisson_11"].startswith("lifting u_m out of the text gains 3.10 x")
 
 
 def test_a_record_not_calibrated_on_dolfinx_waits_for_its_calibration(tmp_path):

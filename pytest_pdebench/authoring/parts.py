@@ -132,26 +132,37 @@ def assemble(cases: Path, out: Path, log=print) -> tuple[int, list[str]]:
 
 def discard_without_part(cases: Path, out: Path, discarded: Path | None = None, log=print) -> list[str]:
     """``--discard``: the manufactured records of CASES whose build kept no part (the
-    oracle's own failures aside: another try may do) join the suite generator's discarded
-    candidates with why, so that ``pdebench build-suite`` deals the family's next
+    oracle's own failures aside: another try may do), and those a family has over 2 x
+    (the build's estimates and other tracks' measurements alike) beyond its 5% of them
+    (``validation.beyond_allowance``: the largest gains go), join the suite generator's
+    discarded candidates with why, so that ``pdebench build-suite`` deals the family's next
     combination in their place. Returns the ids added."""
     import tomllib
 
     from ..cases import iter_case_file
     from ..making.suite import DISCARDED_FILE
+    from ..validation import LIFTING_GAIN_BOUND, beyond_allowance, lifting_gain
 
     path = Path(discarded or DISCARDED_FILE)
     with open(path, "rb") as handle:
         known = tomllib.load(handle).get("discarded", {})
-    added = []
+    reasons, gains = {}, {}
     for _, record in iter_case_file(Path(cases)):
         part = Path(out) / "parts" / f"{record.id}.json"
         entry = json.loads(part.read_text()) if part.is_file() else None
-        if entry and not entry["kept"] and not entry["reason"].startswith(ORACLE_FAILED) and record.id not in known:
-            added.append(record.id)
-            with open(path, "a", encoding="utf-8") as handle:  # one TOML line each: a JSON string is a TOML one
-                handle.write(f"{json.dumps(record.id)} = {json.dumps('no solve-only part: ' + entry['reason'])}\n")
-    log(f"{path}: {len(added)} records discarded (no solve-only part)")
+        if entry and not entry["kept"] and not entry["reason"].startswith(ORACLE_FAILED):
+            reasons[record.id] = "no solve-only part: " + entry["reason"]
+        elif entry and entry["kept"]:
+            gains[record.id] = (record.family, lifting_gain(CaseRecord.model_validate(entry["record"])))
+    for case, gain in beyond_allowance(gains).items():
+        reasons[case] = (
+            f"lifting u_m out of the text gains {gain:.2f} x, over {LIFTING_GAIN_BOUND:g} x on more of the "
+            f"family's records than its 5%"
+        )
+    added = [case for case in reasons if case not in known]
+    with open(path, "a", encoding="utf-8") as handle:  # one TOML line each: a JSON string is a TOML one
+        handle.writelines(f"{json.dumps(case)} = {json.dumps(reasons[case])}\n" for case in added)
+    log(f"{path}: {len(added)} records discarded (no solve-only part, or lifting over the family's allowance)")
     return added
 
 
