@@ -190,9 +190,8 @@ def reprice_with_tracks(out: Path, oracle_dir: Path, files: list[Path], shard=(0
     that another track's oracle measured (FILE: ``benchmarks/lifting_tracks.py``'s pairs) gets
     that measurement as a pricing row (``pricing.track_row``) and its gain beside the build's
     own estimates (which ``--pde-validate`` reads). A part measured over TRACK_GAIN_AGAIN is
-    built again with the row, as it was built (``solve_only.PricedAgain``), once: a part whose
-    build has the row already (its measurement again, after the rebuild) only has the new
-    figure written down. Returns (kept, built again)."""
+    built again with the row, as it was built (``solve_only.PricedAgain``), once: measured
+    again, the new part only has its figure written down. Returns (kept, built again)."""
     from ..making.attack import builds_attacker
     from ..making.pricing import TRACK_GAIN_AGAIN, Pricing, track_row
     from ..making.solve_only import PricedAgain, SolveOnlyOutcome
@@ -201,28 +200,26 @@ def reprice_with_tracks(out: Path, oracle_dir: Path, files: list[Path], shard=(0
     todo = sorted(measured)[shard[0] :: shard[1]]
     attacker, kept, rebuilt = None, 0, 0
     for index, case_id in enumerate(todo, start=1):
+        said = f"[{index}/{len(todo)}] {case_id}:"
         path = Path(out) / "parts" / f"{case_id}.json"
         entry = json.loads(path.read_text()) if path.is_file() else {}
         record = CaseRecord.model_validate(entry["record"]) if entry.get("kept") else None
         part = record.evaluation_metadata.solve_only if record is not None else None
         priced = Pricing.from_build(part.build) if part is not None else None
         if record is None or part is None or priced is None:
-            log(f"[{index}/{len(todo)}] {case_id}: no kept, priced part in {path.parent}: left as it is")
+            log(f"{said} no kept, priced part in {path.parent}: left as it is")
             continue
-        # a pair measured another build of the part (its digest; or, without one, a part that has
-        # the row already: built again since) says nothing of this one
-        labels = part.build.get("pricing") or {}
-        pairs = [p for p in measured[case_id] if p.get("digest", part.digest) == part.digest
-                 and ("digest" in p or f"{p['library']} {p['setting']}" not in labels)]  # fmt: skip
+        pairs = _of_this_build(measured[case_id], part)
         if not pairs:
-            log(f"[{index}/{len(todo)}] {case_id}: measured before its part was built again: measure it again")
+            log(f"{said} measured before its part was built again: measure it again")
             continue
         rows = [track_row(p["library"], p["setting"], p["plain_error"],
                           p["lifted_error_of_w"] * p["norm_w"] / p["norm_u"], part.share)
                 for p in pairs]  # fmt: skip
         gains = Pricing(rows).gains(part.share)  # each the measured plain / lifted
-        said = ", ".join(f"{label} {gain:.2f}" for label, gain in gains.items())
-        if max(gains.values()) <= TRACK_GAIN_AGAIN or any(label in labels for label in gains):
+        if max(gains.values()) <= TRACK_GAIN_AGAIN or any(
+            label in (part.build.get("pricing") or {}) for label in gains
+        ):
             part.build["lifting_gain"] = {
                 **part.build.get("lifting_gain", {}),
                 **{k: round(g, 3) for k, g in gains.items()},
@@ -241,5 +238,18 @@ def reprice_with_tracks(out: Path, oracle_dir: Path, files: list[Path], shard=(0
         outcome.seconds = outcome.seconds or float(entry.get("seconds", 0.0))
         write_entry(path, record, outcome)
         now = f", worst estimate now {outcome.worst_gain:.2f}" if outcome.lifting_gain else ""
-        log(f"[{index}/{len(todo)}] {case_id}: measured {said}; {outcome.reason}{now}")
+        log(f"{said} measured {', '.join(f'{k} {g:.2f}' for k, g in gains.items())}; {outcome.reason}{now}")
     return kept, rebuilt
+
+
+def _of_this_build(pairs: list[dict], part) -> list[dict]:
+    """The pairs that measured this build of the part: those naming its digest, and those naming
+    none (measured before pairs did) whose row the build does not have yet (else it was built
+    again with that row since, and the pair measured its predecessor)."""
+    rows = part.build.get("pricing") or {}
+    return [
+        pair
+        for pair in pairs
+        if pair.get("digest", part.digest) == part.digest
+        and ("digest" in pair or f"{pair['library']} {pair['setting']}" not in rows)
+    ]
