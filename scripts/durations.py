@@ -1,8 +1,11 @@
-"""Rewrite tests/durations.json from the JSON reports of a `make test` (its two passes):
-each test's measured seconds (setup, call and teardown), which give the `slow` tier
-(tests/conftest.py). Run by `make durations`; commit the file it writes.
+"""Rewrite tests/durations.json from the JSON reports of `make test` or `make check` (each of
+their passes): each test's measured seconds (the call), which give the `slow`
+tier (tests/conftest.py). A test the reports measured takes their figure; one they did not run
+keeps the figure it has (a `make check` measures the quick tier only), unless its file is gone;
+of two reports that measured a test, the newer one's figure.
+Run by `make durations`; commit the file it writes.
 
-    python scripts/durations.py reports/tests-parallel.json reports/tests-alone.json
+    python scripts/durations.py REPORT.json [REPORT.json ...]   (a missing report is skipped)
 """
 
 from __future__ import annotations
@@ -11,15 +14,24 @@ import json
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "durations.json"
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "durations.json"
+SLOW_SEC = 3.0  # tests/conftest.py's bound, for the summary line
 
 
 def durations(report: dict) -> dict[str, float]:
-    found = {}
-    for test in report.get("tests") or []:
-        seconds = sum((test.get(phase) or {}).get("duration", 0.0) for phase in ("setup", "call", "teardown"))
-        found[test["nodeid"]] = round(seconds, 2)
-    return found
+    """Each test's call: its set-up is left out, since a module's shared fixture (a pytest run
+    over toy solvers, a wheel built) is paid by whichever of its tests runs first."""
+    return {test["nodeid"]: round((test.get("call") or {}).get("duration", 0.0), 2)
+            for test in report.get("tests") or []}
+
+
+def stored() -> dict[str, float]:
+    try:
+        kept = json.loads(OUT.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {nodeid: seconds for nodeid, seconds in kept.items() if (REPO / nodeid.split("::", 1)[0]).is_file()}
 
 
 def main(paths: list[str]) -> int:
@@ -27,16 +39,22 @@ def main(paths: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     measured: dict[str, float] = {}
-    for path in paths:
+    # the newest report last: its figure is the one kept
+    for path in sorted((p for p in paths if Path(p).is_file()), key=lambda p: Path(p).stat().st_mtime):
         try:
             measured.update(durations(json.loads(Path(path).read_text())))
         except (OSError, ValueError) as exc:
-            print(f"{path}: not a pytest JSON report ({exc}); run `make test` first", file=sys.stderr)
+            print(f"{path}: not a pytest JSON report ({exc})", file=sys.stderr)
             return 2
-    OUT.write_text(json.dumps(dict(sorted(measured.items())), indent=0) + "\n")
-    slow = sum(seconds > 3 for seconds in measured.values())
-    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}: {len(measured)} tests, "
-          f"{slow} over 3 s (the slow tier), {sum(measured.values()) / 60:.1f} min in all")
+    if not measured:
+        print(f"none of {', '.join(paths)} holds a measured test: run `make test` or `make check` first",
+              file=sys.stderr)
+        return 2
+    merged = stored() | measured
+    OUT.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
+    slow = sum(seconds > SLOW_SEC for seconds in merged.values())
+    print(f"wrote {OUT.relative_to(REPO)}: {len(measured)} tests measured, {len(merged)} in all, "
+          f"{slow} over {SLOW_SEC:g} s (the slow tier), {sum(merged.values()) / 60:.1f} min in all")
     return 0
 
 
