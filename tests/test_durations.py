@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "durations.py"
@@ -22,9 +21,11 @@ def _script(tmp_path, monkeypatch):
     return module
 
 
-def _report(path: Path, *tests: tuple[str, float, float]) -> str:
+def _report(path: Path, *tests: tuple[str, float, float | None]) -> str:
+    """A pytest-json-report of these (node id, set-up, call) figures; a call of None: skipped."""
     path.write_text(json.dumps({"tests": [
-        {"nodeid": nodeid, "setup": {"duration": setup}, "call": {"duration": call}} for nodeid, setup, call in tests
+        {"nodeid": nodeid, "setup": {"duration": setup}, **({} if call is None else {"call": {"duration": call}})}
+        for nodeid, setup, call in tests
     ]}))
     return str(path)
 
@@ -33,19 +34,19 @@ def test_a_check_updates_what_it_ran_and_keeps_the_rest(tmp_path, monkeypatch):
     script = _script(tmp_path, monkeypatch)
     script.OUT.write_text(json.dumps({"tests/test_a.py::slow": 40.0, "tests/test_a.py::quick": 0.5,
                                       "tests/test_gone.py::old": 9.0}))
-    check = _report(tmp_path / "check.json", ("tests/test_a.py::quick", 28.0, 4.25), ("tests/test_b.py::new", 0.0, 0.1))
+    check = _report(tmp_path / "check.json", ("tests/test_a.py::quick", 28.0, 4.25), ("tests/test_b.py::new", 0.0, 0.1),
+                    ("tests/test_a.py::slow", 0.01, None))
     assert script.main([check, str(tmp_path / "missing.json")]) == 0
-    # the call is the test's own cost: a module fixture's 28 s set-up is not
+    # the call is the test's own cost (a module fixture's 28 s set-up is not); a skip measured nothing
     assert json.loads(script.OUT.read_text()) == {
         "tests/test_a.py::quick": 4.25, "tests/test_a.py::slow": 40.0, "tests/test_b.py::new": 0.1}
 
 
-def test_the_newer_report_wins_and_no_report_is_an_error(tmp_path, monkeypatch, capsys):
+def test_the_smaller_figure_wins_and_no_report_is_an_error(tmp_path, monkeypatch, capsys):
     script = _script(tmp_path, monkeypatch)
     assert script.main([str(tmp_path / "missing.json")]) == 2
     assert "run `make test` or `make check` first" in capsys.readouterr().err
-    older = _report(tmp_path / "older.json", ("tests/test_a.py::t", 0.0, 9.0))
-    newer = _report(tmp_path / "newer.json", ("tests/test_a.py::t", 0.0, 1.0))
-    os.utime(older, (1, 1))
-    assert script.main([newer, older]) == 0
-    assert json.loads(script.OUT.read_text()) == {"tests/test_a.py::t": 1.0}
+    quiet = _report(tmp_path / "check.json", ("tests/test_a.py::t", 0.0, 1.0))
+    loaded = _report(tmp_path / "test.json", ("tests/test_a.py::t", 0.0, 9.0), ("tests/test_b.py::u", 0.0, 5.0))
+    assert script.main([loaded, quiet]) == 0
+    assert json.loads(script.OUT.read_text()) == {"tests/test_a.py::t": 1.0, "tests/test_b.py::u": 5.0}
