@@ -12,6 +12,7 @@ boundary); in 3-D (the cube's faces) it is exact.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -146,9 +147,26 @@ def where_largest(regions: list[dict[str, Any]]) -> str:
     return f"largest {place} {top['where']}: RMS {top['relative_rms']:.1e} of the reference's there, {times}"
 
 
+@dataclass(frozen=True)
+class Regions:
+    """A case's regions on its grid (``region_of_points``) and the conditions on each tag: the
+    same for every run of an item, so made once (the distances are most of the cost)."""
+
+    labels: np.ndarray
+    names: list[str]
+    conditions: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, case_spec: dict, geometry: Geometry, grid: EvalGrid, valid: np.ndarray) -> Regions:
+        labels, names = region_of_points(geometry, grid, valid)
+        return cls(labels, names, conditions_on_tags(case_spec["bc"], names[1:]))
+
+    def errors(self, solution: np.ndarray, reference: np.ndarray) -> list[dict[str, Any]]:
+        return errors_by_region(solution, reference, self.labels, self.names, self.conditions)
+
+
 def where_wrong(
     case_spec: dict, geometry: Geometry, grid: EvalGrid, valid, solution, reference
 ) -> list[dict[str, Any]]:
     """errors_by_region for a case (its spec gives the conditions on each tag)."""
-    labels, names = region_of_points(geometry, grid, valid)
-    return errors_by_region(solution, reference, labels, names, conditions_on_tags(case_spec["bc"], names[1:]))
+    return Regions.of(case_spec, geometry, grid, valid).errors(solution, reference)

@@ -53,6 +53,7 @@ class Judge:
         self.gated: ResolvedThresholds | None = None  # the accuracy gate's (after_gated_run, once)
         self.gated_solution: np.ndarray | None = None  # the gated run's, once its outputs are read
         self.asked = False
+        self._regions: error_regions.Regions | None = None  # made at the first run read, kept for the others
 
     def _after_gated_run(self, done: Execution) -> ResolvedThresholds | None:
         """The baseline's thresholds for the gated run, asked once (a failed oracle raises here)."""
@@ -249,9 +250,9 @@ class Judge:
         verdict.error = metrics.relative_l2_error(solution, self.reference, valid)
         for key, value in metrics.diagnostics(solution, self.reference, valid).items():
             setattr(verdict, key, value)
-        verdict.errors_by_region = error_regions.where_wrong(
-            self.record.case_spec_dict(), self.geometry, self.grid, valid, solution, self.reference
-        )
+        if self._regions is None:
+            self._regions = error_regions.Regions.of(self.record.case_spec_dict(), self.geometry, self.grid, valid)
+        verdict.errors_by_region = self._regions.errors(solution, self.reference)
         if thresholds is None:
             return None
         try:
