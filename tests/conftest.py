@@ -140,11 +140,11 @@ TIER_BY_FIXTURE = {"container_engine": "docker", "dolfinx_image": "docker", "dea
 TIER_BY_ID_PART = {"docker": "docker", "cluster": "cluster", "firedrake": "firedrake"}  # parts of "dolfinx-docker-cluster"
 TIER_BY_MODULE = {"test_cluster.py": "cluster"}  # every test there needs Dask (one Slurm), some through local fixtures
 
-# The slow tier, from what each test measured in the last `make test` (tests/durations.json,
-# rewritten by `make durations`): a test over SLOW_SEC; and, of a test parametrised over many
-# records whose parametrisations together take over FAMILY_SEC (each case record of the
-# suite: ~0.2 s an item), all but the smoke suite's records. A test not measured yet is quick
-# until the next `make durations`.
+# The slow tier, from what each test's call measured in the last `make test` or `make check`
+# (tests/durations.json, rewritten by `make durations`): a test over SLOW_SEC; and, of a test
+# parametrised over many records whose parametrisations together take over FAMILY_SEC (each
+# case record of the suite: ~0.2 s an item), all but the smoke suite's records. A test not
+# measured yet is quick until the next `make durations`.
 SLOW_SEC = 3.0  # the quick tier under 3 minutes on 2 cores (measured: make check)
 FAMILY_SEC = 30.0
 DURATIONS = Path(__file__).with_name("durations.json")
