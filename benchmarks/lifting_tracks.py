@@ -17,7 +17,8 @@ both absolute on the output arrays (each verdict's relative error times its
 The rewrite is exact for the linear families; Burgers and Navier-Stokes (L(S + w) is not
 L(S) + L(w)) are left out here: the DOLFINx rung writes their forms in S + w
 (``benchmarks/lifting_gain.py``); so is a nonlinear reaction on deal.II, whose oracle reads the
-reaction as a function of u alone (w's, R(w + S) - R(S), has x, y and t). The pairs go to
+reaction as a function of x, y and u (u in the parser's time slot), not of t: w's,
+R(w + S) - R(S), has t in every transient record. The pairs go to
 benchmarks/results/lifting-tracks-<library>-<name>.json, which ``pdebench build-solve-only
 --track-gains`` prices parts again with. Asserts nothing.
 """
